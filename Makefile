@@ -1,0 +1,170 @@
+# fencegate — a fencing-token enforcing storage proxy.
+#
+#   make            build bin/fencegate, bin/fencectl, lib/libfencelock.a
+#   make run        build and start the proxy on its embedded default
+#   make test       unit tests (ASan+UBSan) and integration tests (moto_server)
+#   make help       every target
+#
+# Missing Debian packages are installed first by deploy/install-deps.sh.
+
+PKG_CONFIG ?= pkg-config
+CC         ?= cc
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+VERSION    := 0.1.0
+O          ?= .
+# O=DIR puts build/, bin/ and lib/ under DIR (parallel work trees share sources).
+
+PKGS    := libevent libevent_openssl libevent_pthreads libcurl openssl libcjson expat
+WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wno-unused-parameter
+ifeq ($(CI),true)
+WARN    += -Werror
+endif
+CFLAGS  ?= -O2 -g
+CPPFLAGS_ALL = -std=c11 -D_GNU_SOURCE -DFENCE_VERSION='"$(VERSION)"' -Ilock -Iproxy -Ipolicy \
+	$(WARN) $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+LIBS     = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
+SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+ifneq ($(V),1)
+Q = @
+E = @printf '  %-7s %s\n'
+else
+Q =
+E = @true
+endif
+
+# --- sources: the folder is the table of contents --------------------------
+LOCK_SRC   := $(filter-out lock/fencectl.c,$(wildcard lock/*.c))
+PROXY_SRC  := $(filter-out proxy/main.c,$(wildcard proxy/*.c))
+POLICY_SRC := $(wildcard policy/*.c)
+CORE_SRC   := $(PROXY_SRC) $(POLICY_SRC)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+HEADERS    := $(wildcard lock/*.h proxy/*.h policy/*.h)
+
+LOCK_OBJ   := $(LOCK_SRC:%.c=$(O)/build/obj/%.o)
+CORE_OBJ   := $(CORE_SRC:%.c=$(O)/build/obj/%.o)
+SAN_OBJ    := $(LOCK_SRC:%.c=$(O)/build/san/%.o) $(CORE_SRC:%.c=$(O)/build/san/%.o)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(O)/build/test/%)
+FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/build/fuzz/%)
+
+PROGRAMS   := $(O)/bin/fencectl $(if $(wildcard proxy/main.c),$(O)/bin/fencegate)
+
+.PHONY: all deps deps-test deps-bench run test unit integration bench fuzz lint \
+	install uninstall clean help
+all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(O)/lib/libfencelock.pc
+
+deps:
+	$(Q)deploy/install-deps.sh build
+deps-test:
+	$(Q)deploy/install-deps.sh test
+deps-bench:
+	$(Q)deploy/install-deps.sh bench
+
+$(O)/build/obj/%.o: %.c $(HEADERS) | deps
+	@mkdir -p $(dir $@)
+	$(E) CC $<
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(O)/build/san/%.o: %.c $(HEADERS) | deps-test
+	@mkdir -p $(dir $@)
+	$(E) CC-SAN $<
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) -O1 -g $(SAN) -c -o $@ $<
+
+$(O)/lib/libfencelock.a: $(LOCK_OBJ)
+	@mkdir -p $(O)/lib
+	$(E) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(O)/lib/libfencelock.pc: lock/libfencelock.pc.in Makefile
+	@mkdir -p $(O)/lib
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(O)/bin/fencectl: $(O)/build/obj/lock/fencectl.o $(O)/lib/libfencelock.a
+	@mkdir -p $(O)/bin
+	$(E) LD $@
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
+
+$(O)/bin/fencegate: $(O)/build/obj/proxy/main.o $(CORE_OBJ) $(O)/lib/libfencelock.a
+	@mkdir -p $(O)/bin
+	$(E) LD $@
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
+
+$(O)/build/test/%: tests/unit/%.c $(SAN_OBJ) $(HEADERS) | deps-test
+	@mkdir -p $(O)/build/test
+	$(E) LD-SAN $@
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $< $(SAN_OBJ) \
+		$$($(PKG_CONFIG) --cflags --libs cmocka) $(LIBS)
+
+$(O)/build/fuzz/%: tests/fuzz/%.c $(LOCK_SRC) $(CORE_SRC) $(HEADERS) | deps-test
+	@mkdir -p $(O)/build/fuzz
+	$(E) FUZZ $@
+	$(Q)clang $(CPPFLAGS_ALL) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< \
+		$(LOCK_SRC) $(CORE_SRC) $(LIBS)
+
+run: all
+	$(Q)mkdir -p fencegate-data
+	@if [ -x $(O)/bin/fencegate ]; then \
+		echo "fencegate: serving ./fencegate-data on http://127.0.0.1:8080 (Ctrl-C to stop)"; \
+		echo "  try: curl -i -X PUT --data-binary hello http://127.0.0.1:8080/demo-bucket/hello.txt"; \
+		exec $(O)/bin/fencegate --listen 127.0.0.1:8080 --data ./fencegate-data; \
+	else \
+		$(O)/bin/fencectl --help; \
+		echo; echo "fencegate (the proxy) is not built yet; fencectl works on file:///DIR and s3://BUCKET:"; \
+		echo "  $(O)/bin/fencectl --store file://$$PWD/fencegate-data acquire demo"; \
+	fi
+
+test: all deps-test unit integration
+
+unit: $(UNIT_BIN)
+	$(Q)fail=0; for t in $(UNIT_BIN); do \
+		echo "== $$t"; \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+			$$t || fail=1; \
+	done; exit $$fail
+
+integration: all
+	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/integration/run.sh
+
+bench: all deps-bench
+	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/bench/run.sh
+
+fuzz: $(FUZZ_BIN)
+	$(Q)for f in $(FUZZ_BIN); do echo "== $$f"; \
+		$$f -max_total_time=$${FUZZ_SECONDS:-20} -rss_limit_mb=1024 \
+			tests/fuzz/corpus/$$(basename $$f) || exit 1; done
+
+lint: deps
+	$(Q)clang-tidy --quiet $(LOCK_SRC) lock/fencectl.c $(CORE_SRC) -- $(CPPFLAGS_ALL)
+	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--suppress=missingIncludeSystem -Ilock -Iproxy -Ipolicy lock proxy policy
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/fencelock
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(O)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(O)/lib/libfencelock.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 lock/lock.h lock/store.h lock/timesrc.h $(DESTDIR)$(PREFIX)/include/fencelock/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/fencectl $(DESTDIR)$(PREFIX)/bin/fencegate \
+		$(DESTDIR)$(PREFIX)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfencelock.pc
+	rm -rf $(DESTDIR)$(PREFIX)/include/fencelock
+
+clean:
+	rm -rf $(O)/build $(O)/bin $(O)/lib
+
+help:
+	@echo "targets:"
+	@echo "  all (default)  build bin/fencectl, bin/fencegate, lib/libfencelock.a"
+	@echo "  run            build and start fencegate on 127.0.0.1:8080 over ./fencegate-data"
+	@echo "  test           unit tests under ASan+UBSan, then integration tests against moto_server"
+	@echo "  unit           unit tests only;  integration: integration tests only"
+	@echo "  bench          benchmarks against nginx and HAProxy (not a test)"
+	@echo "  fuzz           run each fuzz target for FUZZ_SECONDS (default 20)"
+	@echo "  lint           clang-tidy and cppcheck"
+	@echo "  install        install to DESTDIR/PREFIX (PREFIX=$(PREFIX))"
+	@echo "  clean          remove build outputs"
+	@echo "variables: V=1 (verbose), CI=true (warnings are errors), PKG_CONFIG, CC, PREFIX, DESTDIR"

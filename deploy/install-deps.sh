@@ -1,0 +1,52 @@
+#!/bin/sh
+# Installs the Debian packages fencegate needs to build and test, only those
+# that are missing. Run by `make` before it builds; safe to run again.
+# Usage: deploy/install-deps.sh [build|test|bench]
+set -eu
+
+build="gcc make pkg-config libevent-dev libcurl4-openssl-dev libssl-dev
+libcjson-dev libexpat1-dev libhttp-parser-dev"
+test="libcmocka-dev clang libclang-rt-14-dev curl"
+bench="nginx-light haproxy wrk"
+
+want=$build
+case "${1:-build}" in
+build) ;;
+test) want="$build $test" ;;
+bench) want="$build $test $bench" ;;
+*) echo "install-deps: unknown set '$1' (build, test, bench)" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in
+	*" installed") ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+[ -z "$missing" ] && exit 0
+
+echo "install-deps: installing missing Debian packages:$missing" >&2
+if [ "$(id -u)" != 0 ]; then
+	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+		SUDO="sudo -n"
+	else
+		echo "install-deps: need root to install:$missing" >&2
+		echo "install-deps: run as root: apt-get install -y$missing" >&2
+		exit 1
+	fi
+else
+	SUDO=""
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! $SUDO apt-get install -y --no-install-recommends $missing >/dev/null 2>&1; then
+	if ! $SUDO apt-get update -qq >/dev/null 2>&1; then
+		echo "install-deps: 'apt-get update' failed (no network to the Debian mirror?)" >&2
+		exit 1
+	fi
+	if ! $SUDO apt-get install -y --no-install-recommends $missing; then
+		echo "install-deps: 'apt-get install$missing' failed" >&2
+		exit 1
+	fi
+fi

@@ -1,0 +1,196 @@
+/* lock.h — the fencing lock protocol on an object store.
+ *
+ * A lock NAME is a series of epoch files under a key prefix (by default
+ * "ROOT/locks/NAME/lock-"): epoch E is "<prefix>%010llu.json". The highest
+ * epoch file is the lock's state:
+ *
+ *   LOCK_STATE_FREE        no epoch file at all (latest epoch 0)
+ *   LOCK_STATE_HELD        latest not "expired" and its lease not lapsed:
+ *                          its holder owns epoch E, the fencing token
+ *   LOCK_STATE_LAPSED      latest not "expired" but Last-Modified+validity is
+ *                          past by the server's clock: anyone may take E+1
+ *   LOCK_STATE_RELEASED    latest marked "expired" (released or broken)
+ *   LOCK_STATE_UNREADABLE  latest payload unparseable: counts as held until
+ *                          Last-Modified + unreadable_hold_ms, then lapsed
+ *
+ * Epochs only go up. Lease time is the server's: a lease starts at the
+ * epoch file's Last-Modified and is judged against the Date of the same
+ * answer, rounded against the contender. The holder keeps its own deadline on
+ * the monotonic clock from the moment it sent the create or renew.
+ *
+ * Library: never prints, fills err buffers. Not thread-safe per struct lock. */
+#ifndef FENCE_LOCK_H
+#define FENCE_LOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+#include "timesrc.h"
+
+enum lock_code {
+	LOCK_OK = 0,
+	LOCK_HELD,          /* answer: someone else holds a live lease */
+	LOCK_LOST,          /* answer: our epoch is no longer the latest, or our
+			     * write's condition failed: stop working */
+	LOCK_ERR_STORE,     /* the store failed (I/O, 5xx, denied); see err */
+	LOCK_ERR_INVALID,   /* bad name, bad argument */
+	LOCK_ERR_UNSAFE,    /* the backend ignores If-None-Match (check) */
+	LOCK_ERR_TIMEOUT,   /* --wait ran out while the lock stayed held */
+	LOCK_ERR_NOMEM,
+};
+
+const char *lock_strerror(enum lock_code code);
+
+enum lock_state {
+	LOCK_STATE_FREE = 0,
+	LOCK_STATE_HELD,
+	LOCK_STATE_LAPSED,
+	LOCK_STATE_RELEASED,
+	LOCK_STATE_UNREADABLE,
+};
+
+const char *lock_state_name(enum lock_state st); /* "free", "held", ... */
+
+#define LOCK_NAME_MAX   128
+#define LOCK_HOLDER_MAX 256
+#define LOCK_NONCE_MAX  64
+
+/* A lock file's payload. Unknown fields are ignored. */
+struct lock_payload {
+	char leader_id[LOCK_HOLDER_MAX]; /* "leaderId" */
+	int64_t validity_ms;             /* "validityMs" or "validity_ms" */
+	bool expired;                    /* "expired" */
+	char nonce[LOCK_NONCE_MAX];      /* "nonce", "" if absent */
+	char host[LOCK_HOLDER_MAX];
+	long long pid;
+	long long renewals;
+};
+
+/* Parses a payload (our format, the TypeScript client's, the Java design's
+ * validity_ms). Returns 0, or -1 if it is not a JSON object with leaderId
+ * (string) and a non-negative validityMs/validity_ms. */
+int lock_payload_parse(const char *json, size_t len, struct lock_payload *out);
+
+/* Serializes a payload; returns malloc'd JSON or NULL. */
+char *lock_payload_format(const struct lock_payload *p);
+
+/* Name check: [A-Za-z0-9._-]{1,128}, not "." or "..". Returns 1 if valid. */
+int lock_name_valid(const char *name);
+
+/* Lease arithmetic, pure. Milliseconds of lease left, as a contender must
+ * judge it: last_modified and server_date are the server's one-second
+ * stamps; the lease counts as live for up to one extra second.
+ * <= 0 means lapsed. */
+int64_t lock_lease_remaining_ms(int64_t last_modified_s, int64_t validity_ms,
+				int64_t server_date_s);
+
+/* The state of one epoch file. */
+struct lock_info {
+	uint64_t epoch;                 /* 0: no epoch file (FREE) */
+	enum lock_state state;
+	struct lock_payload payload;    /* valid unless UNREADABLE/FREE */
+	char key[1100];
+	char etag[STORE_ETAG_MAX];
+	int64_t last_modified;          /* Unix seconds (server) */
+	int64_t server_date;            /* Unix seconds (server) */
+	int64_t remaining_ms;           /* lease left (HELD/UNREADABLE), else 0 */
+};
+
+/* What the holder keeps after acquiring. */
+struct lock_grant {
+	uint64_t epoch;                 /* the fencing token */
+	char key[1100];
+	char etag[STORE_ETAG_MAX];      /* of our last write: renew/release If-Match */
+	char nonce[LOCK_NONCE_MAX];
+	char holder[LOCK_HOLDER_MAX];
+	int64_t ttl_ms;
+	int64_t renewals;
+	int64_t deadline_mono_ms;       /* send time + ttl - safety margin */
+	int64_t expires_at_ms;          /* server Last-Modified*1000 + ttl (informative) */
+};
+
+struct lock_options {
+	const char *prefix;             /* NULL: "<store root>locks/<name>/lock-" */
+	const struct timesrc *time;     /* NULL: timesrc_system() */
+	int64_t unreadable_hold_ms;     /* 0: 60000 */
+	int64_t safety_margin_ms;       /* 0: min(1000 + ttl/10, ttl/2) */
+	int max_create_retries;         /* 409/ambiguous create retries; 0: 5 */
+};
+
+struct lock;
+
+/* Opens lock NAME on st (not owned: it must outlive the lock). Returns NULL
+ * with a message in err for an invalid name or on ENOMEM. */
+struct lock *lock_open(struct store *st, const char *name,
+		       const struct lock_options *opts, char *err, size_t errlen);
+void lock_close(struct lock *lk); /* accepts NULL */
+
+const char *lock_name(const struct lock *lk);
+const char *lock_prefix(const struct lock *lk);
+
+/* The key of epoch e: "<prefix>%010llu.json". */
+void lock_epoch_key(const struct lock *lk, uint64_t epoch, char *out, size_t outlen);
+
+/* Parses a key under the prefix back to its epoch; 0 if it is not an epoch file. */
+uint64_t lock_key_epoch(const struct lock *lk, const char *key);
+
+/* The latest epoch number only: lists the prefix, following every page,
+ * starting after the latest key this struct lock has seen (so the steady
+ * state costs one request). 0 when there is no epoch file. */
+enum lock_code lock_latest_epoch(struct lock *lk, uint64_t *epoch,
+				 char *err, size_t errlen);
+
+/* The latest epoch and its state (list + get). */
+enum lock_code lock_status(struct lock *lk, struct lock_info *info,
+			   char *err, size_t errlen);
+
+struct lock_acquire_opts {
+	const char *holder;   /* leaderId; NULL: "<hostname>-<pid>" */
+	int64_t ttl_ms;       /* lease; 0: 30000 */
+	int64_t wait_ms;      /* 0: try once; >0: retry with backoff until then */
+};
+
+/* Acquire: LOCK_OK and *grant filled; LOCK_HELD with *holder_info (may be
+ * NULL) naming the holder and its time left; LOCK_ERR_TIMEOUT when waiting
+ * ran out; LOCK_ERR_STORE on failure. */
+enum lock_code lock_acquire(struct lock *lk, const struct lock_acquire_opts *ao,
+			    struct lock_grant *grant, struct lock_info *holder_info,
+			    char *err, size_t errlen);
+
+/* Renew (heartbeat): rewrites the epoch file If-Match grant->etag; updates
+ * grant->etag, renewals and deadline. If grant->etag is "" (another process
+ * renewing by epoch number) it reads the file's current ETag first.
+ * LOCK_LOST if a newer epoch exists, the file is expired, or the condition
+ * failed. */
+enum lock_code lock_renew(struct lock *lk, struct lock_grant *grant,
+			  char *err, size_t errlen);
+
+/* Release: rewrites the epoch file with "expired": true, conditionally like
+ * renew. LOCK_LOST as for renew. */
+enum lock_code lock_release(struct lock *lk, struct lock_grant *grant,
+			    char *err, size_t errlen);
+
+/* Break a stuck lock: creates latest+1 already "expired" (never deletes).
+ * *new_epoch receives it. */
+enum lock_code lock_break(struct lock *lk, const char *holder, uint64_t *new_epoch,
+			  char *err, size_t errlen);
+
+/* Deletes epoch files older than the newest keep (keep >= 1); never the
+ * latest. *deleted receives the count. */
+enum lock_code lock_gc(struct lock *lk, unsigned keep, unsigned *deleted,
+		       char *err, size_t errlen);
+
+/* Backend self-test: creates a probe key under prefix twice with
+ * If-None-Match "*"; the second must answer 412 (else LOCK_ERR_UNSAFE).
+ * Deletes the probe afterwards. */
+enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
+				char *err, size_t errlen);
+
+/* Every lock under "<root>locks/": names found by listing, malloc'd array of
+ * malloc'd strings; caller frees each and the array. */
+enum lock_code lock_list_names(struct store *st, char ***names, size_t *n,
+			       char *err, size_t errlen);
+
+#endif

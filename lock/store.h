@@ -1,0 +1,192 @@
+/* store.h — the object-store interface the lock protocol runs on.
+ *
+ * One table of functions (struct store_ops) with two implementations:
+ * store_s3.c (S3 over libcurl, SigV4) and store_fs.c (a local directory).
+ * The lock code never knows which one it talks to.
+ *
+ * Every call returns an enum store_code. "Not found", "precondition failed"
+ * and "conflict" are answers from the store, not failures: the caller acts
+ * on them. Codes from STORE_ERR_IO on are failures; for a write they mean the
+ * outcome is unknown (it may or may not have happened).
+ *
+ * Calls are synchronous and a struct store is not thread-safe: use one per
+ * thread (or process). */
+#ifndef FENCE_STORE_H
+#define FENCE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "timesrc.h"
+
+enum store_code {
+	STORE_OK = 0,              /* 2xx */
+	STORE_NOT_FOUND,           /* 404: no such key (or bucket) */
+	STORE_PRECONDITION_FAILED, /* 412: If-None-Match / If-Match failed */
+	STORE_CONFLICT,            /* 409 ConditionalRequestConflict, retries spent */
+	/* failures from here on */
+	STORE_ERR_IO,              /* connect/reset/timeout: outcome unknown */
+	STORE_ERR_SERVER,          /* 5xx after retries: outcome unknown */
+	STORE_ERR_DENIED,          /* 401/403: credentials or permissions */
+	STORE_ERR_INVALID,         /* refused before sending: bad key, bad argument */
+	STORE_ERR_PROTOCOL,        /* an answer we could not understand, other 4xx */
+	STORE_ERR_NOMEM,
+};
+
+/* A short lowercase description of code ("precondition failed"). Never NULL. */
+const char *store_strerror(enum store_code code);
+
+/* True for codes that are failures (outcome of a write unknown or refused). */
+static inline int store_failed(enum store_code code) { return code >= STORE_ERR_IO; }
+
+#define STORE_ETAG_MAX    128
+#define STORE_META_MAX    16
+#define STORE_ERRCODE_MAX 64
+#define STORE_ERRMSG_MAX  256
+
+/* One user-metadata pair. The name is lowercase and without "x-amz-meta-". */
+struct store_meta {
+	char *name;
+	char *value;
+};
+
+/* Everything a store call learned from the answer. Owned by the caller, who
+ * zeroes it once (STORE_RESULT_INIT) and calls store_result_clear() when
+ * done; every store call clears it before filling it, so one result may be
+ * reused across calls. */
+struct store_result {
+	enum store_code code;
+	int http_status;                   /* 0 when no HTTP answer arrived */
+	char etag[STORE_ETAG_MAX];         /* with its quotes, as the server sent it */
+	int64_t last_modified;             /* Unix seconds; 0 unknown */
+	int64_t server_date;               /* Unix seconds, the server's Date; 0 unknown */
+	int64_t content_length;            /* -1 unknown */
+	char *body;                        /* get: object bytes, NUL-terminated; owned */
+	size_t body_len;
+	struct store_meta meta[STORE_META_MAX]; /* get/head: user metadata; owned */
+	size_t nmeta;
+	char err_code[STORE_ERRCODE_MAX];  /* S3 <Code>, e.g. "PreconditionFailed" */
+	char err_message[STORE_ERRMSG_MAX];/* S3 <Message> or a local explanation */
+	int attempts;                      /* HTTP requests sent for this call */
+};
+
+#define STORE_RESULT_INIT { .content_length = -1 }
+
+/* Frees body and metadata and resets every field. Accepts NULL. */
+void store_result_clear(struct store_result *res);
+
+/* The value of metadata NAME (lowercase, no prefix), or NULL. */
+const char *store_result_meta(const struct store_result *res, const char *name);
+
+enum store_cond {
+	STORE_COND_NONE = 0,
+	STORE_COND_IF_NONE_MATCH_ANY, /* If-None-Match: "*"  — create only */
+	STORE_COND_IF_MATCH,          /* If-Match: etag      — replace that version */
+};
+
+struct store_put_opts {
+	enum store_cond cond;
+	const char *etag;                 /* for STORE_COND_IF_MATCH */
+	const char *content_type;         /* NULL: application/octet-stream */
+	const struct store_meta *meta;    /* user metadata to set, may be NULL */
+	size_t nmeta;
+};
+
+struct store_list_entry {
+	char *key;
+	char etag[STORE_ETAG_MAX];
+	int64_t size;
+	int64_t last_modified;            /* Unix seconds */
+};
+
+/* One page of a listing, keys in ascending byte order. */
+struct store_list_page {
+	struct store_list_entry *entries; /* owned */
+	size_t n;
+	int truncated;                    /* more pages follow */
+	char *next_token;                 /* continuation token when truncated; owned */
+};
+
+/* Frees the entries and token and zeroes the page. Accepts NULL. */
+void store_list_page_free(struct store_list_page *page);
+
+struct store;
+
+struct store_ops {
+	const char *scheme; /* "s3" or "file" */
+	enum store_code (*get)(struct store *st, const char *key,
+			       struct store_result *res);
+	enum store_code (*head)(struct store *st, const char *key,
+				struct store_result *res);
+	enum store_code (*put)(struct store *st, const char *key,
+			       const void *body, size_t len,
+			       const struct store_put_opts *opts,
+			       struct store_result *res);
+	/* if_match: NULL for an unconditional delete. */
+	enum store_code (*del)(struct store *st, const char *key,
+			       const char *if_match, struct store_result *res);
+	/* Keys beginning with prefix, after start_after (may be NULL), or from
+	 * the continuation token (may be NULL); at most max_keys (1..1000). */
+	enum store_code (*list)(struct store *st, const char *prefix,
+				const char *start_after, const char *continuation,
+				int max_keys, struct store_list_page *page,
+				struct store_result *res);
+	void (*close)(struct store *st);
+};
+
+/* Every backend's object starts with this. */
+struct store {
+	const struct store_ops *ops;
+	char *root;              /* key prefix from the URL ("" or "dir/"), owned */
+	unsigned long requests;  /* requests sent to the backend, for tests and metrics */
+};
+
+struct store_config {
+	const char *url;        /* "s3://BUCKET[/ROOT]" or "file:///DIR" (also a plain path) */
+	const char *endpoint;   /* S3 endpoint URL; NULL: AWS_ENDPOINT_URL, else AWS */
+	const char *region;     /* NULL: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1 */
+	const char *profile;    /* NULL: AWS_PROFILE, else "default" */
+	int path_style;         /* 1 path-style, 0 virtual-hosted, -1 auto (path-style for IP/localhost/custom endpoints) */
+	long timeout_ms;        /* per request; 0: 10000 */
+	int max_retries;        /* for retryable failures; 0: 4, -1: none */
+	const struct timesrc *time; /* NULL: timesrc_system() */
+};
+
+/* Opens the store a URL names. Returns NULL on failure with a message in err
+ * that names what to fix (e.g. "AWS_SECRET_ACCESS_KEY is not set"). The
+ * caller owns the store and frees it with store_close(). */
+struct store *store_open(const struct store_config *cfg, char *err, size_t errlen);
+
+/* Closes and frees. Accepts NULL. */
+void store_close(struct store *st);
+
+/* The ROOT part of the URL, "" or ending in '/'. Never NULL. */
+const char *store_root(const struct store *st);
+
+static inline enum store_code store_get(struct store *st, const char *key, struct store_result *res)
+{ return st->ops->get(st, key, res); }
+static inline enum store_code store_head(struct store *st, const char *key, struct store_result *res)
+{ return st->ops->head(st, key, res); }
+static inline enum store_code store_put(struct store *st, const char *key, const void *body, size_t len,
+					const struct store_put_opts *opts, struct store_result *res)
+{ return st->ops->put(st, key, body, len, opts, res); }
+static inline enum store_code store_delete(struct store *st, const char *key, const char *if_match,
+					   struct store_result *res)
+{ return st->ops->del(st, key, if_match, res); }
+static inline enum store_code store_list(struct store *st, const char *prefix, const char *start_after,
+					 const char *continuation, int max_keys,
+					 struct store_list_page *page, struct store_result *res)
+{ return st->ops->list(st, prefix, start_after, continuation, max_keys, page, res); }
+
+/* Backend constructors, called by store_open(). */
+struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
+			    char *err, size_t errlen);
+struct store *store_fs_open(const struct store_config *cfg, const char *dir,
+			    char *err, size_t errlen);
+
+/* A key the local-directory backend would refuse: empty, absolute, with a
+ * "." or ".." segment, "//", NUL/control bytes, or longer than 1024 bytes.
+ * Returns 1 if valid. */
+int store_key_valid(const char *key, size_t len);
+
+#endif
