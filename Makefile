@@ -40,6 +40,7 @@ PROXY_SRC  := $(filter-out proxy/main.c,$(wildcard proxy/*.c))
 POLICY_SRC := $(wildcard policy/*.c)
 CORE_SRC   := $(PROXY_SRC) $(POLICY_SRC)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 HEADERS    := $(wildcard lock/*.h proxy/*.h policy/*.h)
 
@@ -47,6 +48,7 @@ LOCK_OBJ   := $(LOCK_SRC:%.c=$(O)/build/obj/%.o)
 CORE_OBJ   := $(CORE_SRC:%.c=$(O)/build/obj/%.o)
 SAN_OBJ    := $(LOCK_SRC:%.c=$(O)/build/san/%.o) $(CORE_SRC:%.c=$(O)/build/san/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(O)/build/test/%)
+ITEST_BIN  := $(ITEST_SRC:tests/integration/%.c=$(O)/build/test/%)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/build/fuzz/%)
 
 PROGRAMS   := $(O)/bin/fencectl $(if $(wildcard proxy/main.c),$(O)/bin/fencegate)
@@ -97,6 +99,12 @@ $(O)/build/test/%: tests/unit/%.c $(SAN_OBJ) $(HEADERS) | deps-test
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $< $(SAN_OBJ) \
 		$$($(PKG_CONFIG) --cflags --libs cmocka) $(LIBS)
 
+$(O)/build/test/itest_%: tests/integration/itest_%.c $(SAN_OBJ) $(HEADERS) | deps-test
+	@mkdir -p $(O)/build/test
+	$(E) LD-SAN $@
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $< $(SAN_OBJ) \
+		$$($(PKG_CONFIG) --cflags --libs cmocka) $(LIBS)
+
 $(O)/build/fuzz/%: tests/fuzz/%.c $(LOCK_SRC) $(CORE_SRC) $(HEADERS) | deps-test
 	@mkdir -p $(O)/build/fuzz
 	$(E) FUZZ $@
@@ -124,8 +132,8 @@ unit: $(UNIT_BIN)
 			$$t || fail=1; \
 	done; exit $$fail
 
-integration: all
-	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/integration/run.sh
+integration: all $(ITEST_BIN) $(UNIT_BIN)
+	$(Q)FENCE_BIN=$(abspath $(O)/bin) FENCE_TESTBIN=$(abspath $(O)/build/test) tests/integration/run.sh
 
 bench: all deps-bench
 	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/bench/run.sh
