@@ -1,0 +1,932 @@
+/* sigv4.c — AWS Signature Version 4 as separate, testable steps: canonical
+ * request, string to sign, signing key, signature, Authorization header,
+ * presigned query, and the aws-chunked chunk and trailer signatures, with
+ * OpenSSL doing SHA-256 and HMAC. It is pure computation: no I/O, no clock,
+ * no HTTP framing, and it never decides on its own whether a request is
+ * authentic (callers compare signatures with sigv4_signature_equal). */
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "sigv4.h"
+
+#define SIGV4_CHUNK_ALGORITHM   "AWS4-HMAC-SHA256-PAYLOAD"
+#define SIGV4_TRAILER_ALGORITHM "AWS4-HMAC-SHA256-TRAILER"
+#define SIGV4_PRESIGN_MAX_EXPIRES 604800L /* seven days, the AWS limit */
+
+/* ---- growable string ------------------------------------------------------
+ * States: ok (s holds len bytes plus a NUL, or is NULL while empty) or
+ * failed (an allocation failed; every later append is a no-op and
+ * strbuf_take returns NULL). */
+struct strbuf {
+	char *s;
+	size_t len;
+	size_t cap;
+	int failed;
+};
+
+static void strbuf_add(struct strbuf *b, const char *p, size_t n)
+{
+	char *grown;
+	size_t want;
+
+	if (b->failed)
+		return;
+	if (n > SIZE_MAX / 2 - b->len - 1) {
+		b->failed = 1;
+		return;
+	}
+	want = b->len + n + 1;
+	if (want > b->cap) {
+		size_t cap = b->cap ? b->cap : 64;
+
+		while (cap < want)
+			cap *= 2;
+		grown = realloc(b->s, cap);
+		if (!grown) {
+			b->failed = 1;
+			return;
+		}
+		b->s = grown;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, p, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void strbuf_adds(struct strbuf *b, const char *s)
+{
+	strbuf_add(b, s, strlen(s));
+}
+
+static void strbuf_addc(struct strbuf *b, char c)
+{
+	strbuf_add(b, &c, 1);
+}
+
+/* Returns the malloc'd string (never NULL when ok, "" when empty) and
+ * resets b; NULL if any append failed. */
+static char *strbuf_take(struct strbuf *b)
+{
+	char *s = b->s;
+
+	if (!b->failed && !s)
+		s = calloc(1, 1);
+	else if (b->failed) {
+		free(s);
+		s = NULL;
+	}
+	memset(b, 0, sizeof(*b));
+	return s;
+}
+
+/* ---- hashing ------------------------------------------------------------- */
+
+struct hmac_piece {
+	const void *data;
+	size_t len;
+};
+
+static EVP_MAC *hmac_algorithm;
+static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+
+static void hmac_fetch(void)
+{
+	hmac_algorithm = EVP_MAC_fetch(NULL, "HMAC", NULL);
+}
+
+/* HMAC-SHA256(key, concatenation of pieces) into out. Returns 0 or -1. */
+static int hmac_sha256(const void *key, size_t keylen,
+		       const struct hmac_piece *pieces, size_t npieces,
+		       unsigned char out[32])
+{
+	EVP_MAC_CTX *ctx = NULL;
+	OSSL_PARAM params[2];
+	size_t outlen = 0;
+	size_t i;
+	int rc = -1;
+
+	pthread_once(&hmac_once, hmac_fetch);
+	if (!hmac_algorithm)
+		goto out;
+	ctx = EVP_MAC_CTX_new(hmac_algorithm);
+	if (!ctx)
+		goto out;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						     (char *)"SHA256", 0);
+	params[1] = OSSL_PARAM_construct_end();
+	if (!EVP_MAC_init(ctx, key, keylen, params))
+		goto out;
+	for (i = 0; i < npieces; i++)
+		if (!EVP_MAC_update(ctx, pieces[i].data, pieces[i].len))
+			goto out;
+	if (!EVP_MAC_final(ctx, out, &outlen, 32) || outlen != 32)
+		goto out;
+	rc = 0;
+out:
+	EVP_MAC_CTX_free(ctx);
+	return rc;
+}
+
+static int hmac_sha256_str(const void *key, size_t keylen, const char *msg,
+			   unsigned char out[32])
+{
+	struct hmac_piece piece = { msg, strlen(msg) };
+
+	return hmac_sha256(key, keylen, &piece, 1, out);
+}
+
+static void hex_encode(const unsigned char *bin, size_t len, char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		hex[2 * i] = digits[bin[i] >> 4];
+		hex[2 * i + 1] = digits[bin[i] & 0xf];
+	}
+	hex[2 * len] = '\0';
+}
+
+void sigv4_amz_date(time_t t, char out[17])
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm) != 16)
+		out[0] = '\0';
+}
+
+/* On an OpenSSL failure hex is "" (which matches no signature). */
+void sigv4_sha256_hex(const void *data, size_t len, char hex[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) {
+		hex[0] = '\0';
+		return;
+	}
+	hex_encode(md, 32, hex);
+}
+
+/* ---- encoding ------------------------------------------------------------ */
+
+static int is_unreserved(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+	       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+	       c == '~';
+}
+
+static int hex_value(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+static void uri_encode_into(struct strbuf *b, const char *s, size_t len,
+			    int encode_slash)
+{
+	static const char digits[] = "0123456789ABCDEF";
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[3];
+
+		if (is_unreserved(c) || (c == '/' && !encode_slash)) {
+			strbuf_addc(b, (char)c);
+			continue;
+		}
+		esc[0] = '%';
+		esc[1] = digits[c >> 4];
+		esc[2] = digits[c & 0xf];
+		strbuf_add(b, esc, 3);
+	}
+}
+
+char *sigv4_uri_encode(const char *s, size_t len, int encode_slash)
+{
+	struct strbuf b = { 0 };
+
+	uri_encode_into(&b, s, len, encode_slash);
+	return strbuf_take(&b);
+}
+
+/* Decodes %XY escapes of s[0..len) (and '+' as a space when plus_is_space)
+ * into a malloc'd buffer *out of *outlen bytes (NUL-terminated too).
+ * Returns 0, -1 on a malformed escape, -2 on ENOMEM. */
+static int percent_decode(const char *s, size_t len, int plus_is_space,
+			  char **out, size_t *outlen)
+{
+	char *dec;
+	size_t i, n = 0;
+
+	dec = malloc(len + 1);
+	if (!dec)
+		return -2;
+	for (i = 0; i < len; i++) {
+		if (s[i] == '%') {
+			int hi, lo;
+
+			if (i + 2 >= len) {
+				free(dec);
+				return -1;
+			}
+			hi = hex_value((unsigned char)s[i + 1]);
+			lo = hex_value((unsigned char)s[i + 2]);
+			if (hi < 0 || lo < 0) {
+				free(dec);
+				return -1;
+			}
+			dec[n++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else if (s[i] == '+' && plus_is_space) {
+			dec[n++] = ' ';
+		} else {
+			dec[n++] = s[i];
+		}
+	}
+	dec[n] = '\0';
+	*out = dec;
+	*outlen = n;
+	return 0;
+}
+
+/* Decodes then re-encodes s[0..len) with AWS rules, appending to b.
+ * Returns 0, -1 on a malformed escape, -2 on ENOMEM. */
+static int reencode_into(struct strbuf *b, const char *s, size_t len,
+			 int plus_is_space, int encode_slash)
+{
+	char *dec = NULL;
+	size_t declen = 0;
+	int rc;
+
+	rc = percent_decode(s, len, plus_is_space, &dec, &declen);
+	if (rc)
+		return rc;
+	uri_encode_into(b, dec, declen, encode_slash);
+	free(dec);
+	return b->failed ? -2 : 0;
+}
+
+/* ---- step 1: canonical request ------------------------------------------- */
+
+/* 1 when s[0..len) is one path segment equal to seg. */
+static int segment_is(const char *s, size_t len, const char *seg)
+{
+	return len == strlen(seg) && memcmp(s, seg, len) == 0;
+}
+
+/* RFC 3986 dot-segment removal plus collapsing of empty segments, on the
+ * wire form of path: "/a//b/./c/../" -> "/a/b/". Writes into out, which has
+ * room for strlen(path) + 2 bytes. */
+static void normalize_path(const char *path, char *out)
+{
+	size_t n = 0;
+	const char *p = path;
+	int trailing_slash = 0;
+
+	out[n++] = '/';
+	while (*p) {
+		const char *seg;
+		size_t seglen;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		seg = p;
+		while (*p && *p != '/')
+			p++;
+		seglen = (size_t)(p - seg);
+		trailing_slash = *p == '/';
+		if (segment_is(seg, seglen, ".")) {
+			trailing_slash = 1;
+			continue;
+		}
+		if (segment_is(seg, seglen, "..")) {
+			/* drop the last segment of out, keeping its leading '/' */
+			if (n > 1) {
+				n--; /* the '/' ending the last segment */
+				while (n > 1 && out[n - 1] != '/')
+					n--;
+			}
+			trailing_slash = 1;
+			continue;
+		}
+		memcpy(out + n, seg, seglen);
+		n += seglen;
+		out[n++] = '/';
+	}
+	/* out ends with '/' here; drop it unless the input ended a directory */
+	if (n > 1 && !trailing_slash)
+		n--;
+	out[n] = '\0';
+}
+
+/* Canonical URI into b. S3: the path as given, each '/'-separated segment
+ * decoded and re-encoded once (an escaped "%2F" stays escaped). Others:
+ * normalize, then encode the wire form again (so "%2F" becomes "%252F").
+ * Either way the result starts with '/'. Returns 0, -1 malformed, -2 ENOMEM. */
+static int canonical_uri_into(struct strbuf *b, const char *path, int s3)
+{
+	char *normalized = NULL;
+	size_t i, len;
+	int rc;
+
+	if (!path || !*path) {
+		strbuf_addc(b, '/');
+		return b->failed ? -2 : 0;
+	}
+	len = strlen(path);
+	/* both modes reject malformed escapes in the wire path */
+	for (i = 0; i < len; i++) {
+		if (path[i] != '%')
+			continue;
+		if (i + 2 >= len || hex_value((unsigned char)path[i + 1]) < 0 ||
+		    hex_value((unsigned char)path[i + 2]) < 0)
+			return -1;
+	}
+	if (s3) {
+		/* segment by segment on the wire's '/', so "%2F" stays "%2F" */
+		const char *seg = path, *slash;
+
+		if (path[0] != '/')
+			strbuf_addc(b, '/');
+		for (;;) {
+			slash = strchr(seg, '/');
+			rc = reencode_into(b, seg, slash ? (size_t)(slash - seg) :
+					   strlen(seg), 0, 1);
+			if (rc || !slash)
+				return rc;
+			strbuf_addc(b, '/');
+			seg = slash + 1;
+		}
+	}
+	normalized = malloc(len + 2);
+	if (!normalized)
+		return -2;
+	normalize_path(path, normalized);
+	uri_encode_into(b, normalized, strlen(normalized), 0);
+	free(normalized);
+	return b->failed ? -2 : 0;
+}
+
+struct query_param {
+	char *name;  /* AWS-encoded */
+	char *value; /* AWS-encoded, "" when absent */
+};
+
+static int query_param_cmp(const void *a, const void *b)
+{
+	const struct query_param *pa = a, *pb = b;
+	int c = strcmp(pa->name, pb->name);
+
+	return c ? c : strcmp(pa->value, pb->value);
+}
+
+/* Canonical query string of a wire query into b: split on '&', each name
+ * and value decoded ('+' is a space, as S3 reads it) and re-encoded, sorted
+ * by name then value, "name=" for a missing value. Returns 0, -1 malformed,
+ * -2 ENOMEM. */
+static int canonical_query_into(struct strbuf *b, const char *query)
+{
+	struct query_param *params = NULL;
+	size_t nparams = 0, cap = 1, i;
+	const char *p;
+	int rc = 0;
+
+	if (!query || !*query)
+		return 0;
+	for (p = query; *p; p++)
+		if (*p == '&')
+			cap++;
+	params = calloc(cap, sizeof(*params));
+	if (!params)
+		return -2;
+	p = query;
+	while (*p) {
+		const char *end = strchr(p, '&');
+		const char *eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		struct strbuf name = { 0 }, value = { 0 };
+
+		if (len > 0) {
+			eq = memchr(p, '=', len);
+			rc = reencode_into(&name, p, eq ? (size_t)(eq - p) : len, 1, 1);
+			if (!rc && eq)
+				rc = reencode_into(&value, eq + 1,
+						   len - (size_t)(eq + 1 - p), 1, 1);
+			params[nparams].name = strbuf_take(&name);
+			params[nparams].value = strbuf_take(&value);
+			nparams++;
+			if (!rc && (!params[nparams - 1].name ||
+				    !params[nparams - 1].value))
+				rc = -2;
+			if (rc)
+				goto out;
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	qsort(params, nparams, sizeof(*params), query_param_cmp);
+	for (i = 0; i < nparams; i++) {
+		if (i > 0)
+			strbuf_addc(b, '&');
+		strbuf_adds(b, params[i].name);
+		strbuf_addc(b, '=');
+		strbuf_adds(b, params[i].value);
+	}
+	rc = b->failed ? -2 : 0;
+out:
+	for (i = 0; i < nparams; i++) {
+		free(params[i].name);
+		free(params[i].value);
+	}
+	free(params);
+	return rc;
+}
+
+struct canon_header {
+	char *name;    /* lowercased */
+	char *value;   /* trimmed, whitespace runs collapsed to one space */
+	size_t order;  /* position in the request, for duplicates */
+};
+
+static int canon_header_cmp(const void *a, const void *b)
+{
+	const struct canon_header *ha = a, *hb = b;
+	int c = strcmp(ha->name, hb->name);
+
+	if (c)
+		return c;
+	return ha->order < hb->order ? -1 : ha->order > hb->order;
+}
+
+static int is_header_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* The header value with leading/trailing whitespace removed and every inner
+ * run (folded lines included) collapsed to one space. malloc'd or NULL. */
+static char *header_value_trim(const char *value)
+{
+	char *out;
+	size_t n = 0;
+	int pending_space = 0;
+
+	out = malloc(strlen(value) + 1);
+	if (!out)
+		return NULL;
+	for (; *value; value++) {
+		if (is_header_space(*value)) {
+			pending_space = n > 0;
+			continue;
+		}
+		if (pending_space)
+			out[n++] = ' ';
+		pending_space = 0;
+		out[n++] = *value;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/* Lowercased copy of a header name; NULL if empty, containing bytes not
+ * allowed in a field name (controls, space, ':'), or on ENOMEM (*malformed
+ * tells which). */
+static char *header_name_lower(const char *name, int *malformed)
+{
+	char *out;
+	size_t i, len = strlen(name);
+
+	*malformed = 0;
+	if (len == 0) {
+		*malformed = 1;
+		return NULL;
+	}
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c <= ' ' || c == ':' || c == 0x7f) {
+			*malformed = 1;
+			return NULL;
+		}
+	}
+	out = malloc(len + 1);
+	if (!out)
+		return NULL;
+	for (i = 0; i <= len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		out[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+	}
+	return out;
+}
+
+/* Canonical header block (each "name:value\n") into canon and the signed
+ * header list ("a;b") into signed_list. Returns 0, -1 malformed, -2 ENOMEM. */
+static int canonical_headers_into(struct strbuf *canon, struct strbuf *signed_list,
+				  const struct sigv4_header *headers, size_t nheaders)
+{
+	struct canon_header *hs = NULL;
+	size_t i;
+	int rc = 0;
+
+	if (nheaders == 0)
+		return 0;
+	if (!headers)
+		return -1;
+	hs = calloc(nheaders, sizeof(*hs));
+	if (!hs)
+		return -2;
+	for (i = 0; i < nheaders; i++) {
+		int malformed = 0;
+
+		if (!headers[i].name || !headers[i].value) {
+			rc = -1;
+			goto out;
+		}
+		hs[i].order = i;
+		hs[i].name = header_name_lower(headers[i].name, &malformed);
+		if (!hs[i].name) {
+			rc = malformed ? -1 : -2;
+			goto out;
+		}
+		hs[i].value = header_value_trim(headers[i].value);
+		if (!hs[i].value) {
+			rc = -2;
+			goto out;
+		}
+	}
+	qsort(hs, nheaders, sizeof(*hs), canon_header_cmp);
+	for (i = 0; i < nheaders; i++) {
+		int same_as_prev = i > 0 && strcmp(hs[i].name, hs[i - 1].name) == 0;
+
+		if (same_as_prev && !canon->failed) {
+			/* the previous line's '\n' becomes the ',' separator */
+			canon->len--;
+			strbuf_addc(canon, ',');
+		} else {
+			if (i > 0)
+				strbuf_addc(signed_list, ';');
+			strbuf_adds(signed_list, hs[i].name);
+			strbuf_adds(canon, hs[i].name);
+			strbuf_addc(canon, ':');
+		}
+		strbuf_adds(canon, hs[i].value);
+		strbuf_addc(canon, '\n');
+	}
+	rc = canon->failed || signed_list->failed ? -2 : 0;
+out:
+	for (i = 0; i < nheaders; i++) {
+		free(hs[i].name);
+		free(hs[i].value);
+	}
+	free(hs);
+	return rc;
+}
+
+int sigv4_canonical_request(const struct sigv4_request *req,
+			    char **canonical, char **signed_headers)
+{
+	struct strbuf creq = { 0 }, headers = { 0 }, signed_list = { 0 };
+	char *creq_s = NULL, *signed_s = NULL, *headers_s = NULL;
+	int rc = -1;
+
+	if (!req || !canonical || !signed_headers || !req->method ||
+	    !*req->method || !req->payload_hash)
+		goto out;
+	strbuf_adds(&creq, req->method);
+	strbuf_addc(&creq, '\n');
+	if (canonical_uri_into(&creq, req->path, req->s3))
+		goto out;
+	strbuf_addc(&creq, '\n');
+	if (canonical_query_into(&creq, req->query))
+		goto out;
+	strbuf_addc(&creq, '\n');
+	if (canonical_headers_into(&headers, &signed_list, req->headers,
+				   req->nheaders))
+		goto out;
+	headers_s = strbuf_take(&headers);
+	signed_s = strbuf_take(&signed_list);
+	if (!headers_s || !signed_s)
+		goto out;
+	strbuf_adds(&creq, headers_s);
+	strbuf_addc(&creq, '\n');
+	strbuf_adds(&creq, signed_s);
+	strbuf_addc(&creq, '\n');
+	strbuf_adds(&creq, req->payload_hash);
+	creq_s = strbuf_take(&creq);
+	if (!creq_s)
+		goto out;
+	*canonical = creq_s;
+	*signed_headers = signed_s;
+	creq_s = NULL;
+	signed_s = NULL;
+	rc = 0;
+out:
+	free(strbuf_take(&creq));
+	free(strbuf_take(&headers));
+	free(strbuf_take(&signed_list));
+	free(creq_s);
+	free(signed_s);
+	free(headers_s);
+	return rc;
+}
+
+/* ---- steps 2-4 ------------------------------------------------------------ */
+
+char *sigv4_scope(const char *amz_date, const char *region, const char *service)
+{
+	char *scope = NULL;
+
+	if (!amz_date || strlen(amz_date) < 8 || !region || !service)
+		return NULL;
+	if (asprintf(&scope, "%.8s/%s/%s/aws4_request", amz_date, region,
+		     service) < 0)
+		return NULL;
+	return scope;
+}
+
+char *sigv4_string_to_sign(const char *amz_date, const char *scope,
+			   const char *canonical)
+{
+	char hash[65];
+	char *sts = NULL;
+
+	if (!amz_date || !scope || !canonical)
+		return NULL;
+	sigv4_sha256_hex(canonical, strlen(canonical), hash);
+	if (!hash[0])
+		return NULL;
+	if (asprintf(&sts, SIGV4_ALGORITHM "\n%s\n%s\n%s", amz_date, scope,
+		     hash) < 0)
+		return NULL;
+	return sts;
+}
+
+/* On an OpenSSL or allocation failure key is all zeros, which yields
+ * signatures no server accepts. */
+void sigv4_signing_key(const char *secret, const char *date8, const char *region,
+		       const char *service, unsigned char key[32])
+{
+	char *k_secret = NULL;
+	unsigned char k_date[32], k_region[32], k_service[32];
+	char date[9];
+
+	memset(key, 0, 32);
+	if (!secret || !date8 || !region || !service)
+		return;
+	/* date8 may be a whole amz-date: only its first 8 characters count */
+	snprintf(date, sizeof(date), "%s", date8);
+	if (asprintf(&k_secret, "AWS4%s", secret) < 0)
+		return;
+	if (hmac_sha256_str(k_secret, strlen(k_secret), date, k_date) ||
+	    hmac_sha256_str(k_date, 32, region, k_region) ||
+	    hmac_sha256_str(k_region, 32, service, k_service) ||
+	    hmac_sha256_str(k_service, 32, "aws4_request", key))
+		memset(key, 0, 32);
+	OPENSSL_cleanse(k_secret, strlen(k_secret));
+	free(k_secret);
+	OPENSSL_cleanse(k_date, sizeof(k_date));
+	OPENSSL_cleanse(k_region, sizeof(k_region));
+	OPENSSL_cleanse(k_service, sizeof(k_service));
+}
+
+/* On an OpenSSL failure hex is "" (which matches no signature). */
+void sigv4_signature(const unsigned char key[32], const char *string_to_sign,
+		     char hex[65])
+{
+	unsigned char mac[32];
+
+	if (!string_to_sign || hmac_sha256_str(key, 32, string_to_sign, mac)) {
+		hex[0] = '\0';
+		return;
+	}
+	hex_encode(mac, 32, hex);
+}
+
+/* Signature over req for the given date: fills sig (64 hex) and, when
+ * wanted, hands back the signed-header list. Returns 0 or -1. */
+static int sign_request(const struct sigv4_request *req,
+			const struct sigv4_credentials *cred,
+			const char *region, const char *service,
+			const char *amz_date, char sig[65], char **signed_headers,
+			char **scope_out)
+{
+	char *canonical = NULL, *signed_list = NULL, *scope = NULL, *sts = NULL;
+	unsigned char key[32];
+	int rc = -1;
+
+	if (!cred || !cred->access_key || !cred->secret_key || !amz_date ||
+	    strlen(amz_date) != 16)
+		goto out;
+	if (sigv4_canonical_request(req, &canonical, &signed_list))
+		goto out;
+	scope = sigv4_scope(amz_date, region, service);
+	if (!scope)
+		goto out;
+	sts = sigv4_string_to_sign(amz_date, scope, canonical);
+	if (!sts)
+		goto out;
+	sigv4_signing_key(cred->secret_key, amz_date, region, service, key);
+	sigv4_signature(key, sts, sig);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (strlen(sig) != 64)
+		goto out;
+	if (signed_headers) {
+		*signed_headers = signed_list;
+		signed_list = NULL;
+	}
+	if (scope_out) {
+		*scope_out = scope;
+		scope = NULL;
+	}
+	rc = 0;
+out:
+	free(canonical);
+	free(signed_list);
+	free(scope);
+	free(sts);
+	return rc;
+}
+
+char *sigv4_authorization(const struct sigv4_request *req,
+			  const struct sigv4_credentials *cred,
+			  const char *region, const char *service,
+			  const char *amz_date)
+{
+	char sig[65];
+	char *signed_list = NULL, *scope = NULL, *authz = NULL;
+
+	if (sign_request(req, cred, region, service, amz_date, sig,
+			 &signed_list, &scope))
+		goto out;
+	if (asprintf(&authz, SIGV4_ALGORITHM " Credential=%s/%s, SignedHeaders=%s, "
+		     "Signature=%s", cred->access_key, scope, signed_list, sig) < 0)
+		authz = NULL;
+out:
+	free(signed_list);
+	free(scope);
+	return authz;
+}
+
+/* Appends "&name=" + AWS-encoded value (or without '&' when b is empty). */
+static void query_add_param(struct strbuf *b, const char *name, const char *value)
+{
+	if (b->len > 0)
+		strbuf_addc(b, '&');
+	strbuf_adds(b, name);
+	strbuf_addc(b, '=');
+	uri_encode_into(b, value, strlen(value), 1);
+}
+
+char *sigv4_presign_query(const struct sigv4_request *req,
+			  const struct sigv4_credentials *cred,
+			  const char *region, const char *service,
+			  const char *amz_date, long expires_s)
+{
+	struct strbuf raw = { 0 }, headers = { 0 }, signed_list = { 0 };
+	struct strbuf canon = { 0 };
+	struct sigv4_request signing;
+	char *scope = NULL, *credential = NULL, *signed_s = NULL, *raw_s = NULL;
+	char *canon_s = NULL, *result = NULL;
+	char expires[32], sig[65];
+
+	if (!req || !cred || !cred->access_key || !cred->secret_key ||
+	    !amz_date || strlen(amz_date) != 16 || expires_s < 1 ||
+	    expires_s > SIGV4_PRESIGN_MAX_EXPIRES)
+		goto out;
+	scope = sigv4_scope(amz_date, region, service);
+	if (!scope)
+		goto out;
+	if (asprintf(&credential, "%s/%s", cred->access_key, scope) < 0) {
+		credential = NULL;
+		goto out;
+	}
+	if (canonical_headers_into(&headers, &signed_list, req->headers,
+				   req->nheaders))
+		goto out;
+	signed_s = strbuf_take(&signed_list);
+	if (!signed_s)
+		goto out;
+	snprintf(expires, sizeof(expires), "%ld", expires_s);
+
+	if (req->query && *req->query)
+		strbuf_adds(&raw, req->query);
+	query_add_param(&raw, "X-Amz-Algorithm", SIGV4_ALGORITHM);
+	query_add_param(&raw, "X-Amz-Credential", credential);
+	query_add_param(&raw, "X-Amz-Date", amz_date);
+	query_add_param(&raw, "X-Amz-Expires", expires);
+	if (cred->session_token)
+		query_add_param(&raw, "X-Amz-Security-Token", cred->session_token);
+	query_add_param(&raw, "X-Amz-SignedHeaders", signed_s);
+	raw_s = strbuf_take(&raw);
+	if (!raw_s)
+		goto out;
+
+	signing = *req;
+	signing.query = raw_s;
+	if (sign_request(&signing, cred, region, service, amz_date, sig, NULL,
+			 NULL))
+		goto out;
+	/* the canonical query is already sorted and encoded: send it as is */
+	if (canonical_query_into(&canon, raw_s))
+		goto out;
+	query_add_param(&canon, "X-Amz-Signature", sig);
+	canon_s = strbuf_take(&canon);
+	result = canon_s;
+	canon_s = NULL;
+out:
+	free(strbuf_take(&raw));
+	free(strbuf_take(&headers));
+	free(strbuf_take(&signed_list));
+	free(strbuf_take(&canon));
+	free(scope);
+	free(credential);
+	free(signed_s);
+	free(raw_s);
+	free(canon_s);
+	return result;
+}
+
+/* HMAC over "<algorithm>\n<date>\n<scope>\n<prev>\n[<empty hash>\n]<hash>". */
+static void chained_signature(const unsigned char key[32], const char *algorithm,
+			      const char *amz_date, const char *scope,
+			      const char *prev_signature, int with_empty_hash,
+			      const char *hash, char hex[65])
+{
+	struct hmac_piece pieces[10];
+	unsigned char mac[32];
+	size_t n = 0;
+
+	hex[0] = '\0';
+	if (!amz_date || !scope || !prev_signature || !hash)
+		return;
+	pieces[n++] = (struct hmac_piece){ algorithm, strlen(algorithm) };
+	pieces[n++] = (struct hmac_piece){ "\n", 1 };
+	pieces[n++] = (struct hmac_piece){ amz_date, strlen(amz_date) };
+	pieces[n++] = (struct hmac_piece){ "\n", 1 };
+	pieces[n++] = (struct hmac_piece){ scope, strlen(scope) };
+	pieces[n++] = (struct hmac_piece){ "\n", 1 };
+	pieces[n++] = (struct hmac_piece){ prev_signature, strlen(prev_signature) };
+	pieces[n++] = (struct hmac_piece){ "\n", 1 };
+	if (with_empty_hash)
+		pieces[n++] = (struct hmac_piece){ SIGV4_EMPTY_SHA256 "\n",
+						   sizeof(SIGV4_EMPTY_SHA256) };
+	pieces[n++] = (struct hmac_piece){ hash, strlen(hash) };
+	if (hmac_sha256(key, 32, pieces, n, mac))
+		return;
+	hex_encode(mac, 32, hex);
+}
+
+/* On failure hex is "" (which matches no signature). */
+void sigv4_chunk_signature(const unsigned char key[32], const char *amz_date,
+			   const char *scope, const char *prev_signature,
+			   const char *chunk_hash, char hex[65])
+{
+	chained_signature(key, SIGV4_CHUNK_ALGORITHM, amz_date, scope,
+			  prev_signature, 1, chunk_hash, hex);
+}
+
+/* On failure hex is "" (which matches no signature). */
+void sigv4_trailer_signature(const unsigned char key[32], const char *amz_date,
+			     const char *scope, const char *prev_signature,
+			     const char *trailer_hash, char hex[65])
+{
+	chained_signature(key, SIGV4_TRAILER_ALGORITHM, amz_date, scope,
+			  prev_signature, 0, trailer_hash, hex);
+}
+
+/* Lengths are public (always 64 for a well-formed signature); the bytes are
+ * compared in constant time. An empty string equals nothing. */
+int sigv4_signature_equal(const char *a, const char *b)
+{
+	size_t la, lb;
+
+	if (!a || !b)
+		return 0;
+	la = strlen(a);
+	lb = strlen(b);
+	if (la == 0 || la != lb)
+		return 0;
+	return CRYPTO_memcmp(a, b, la) == 0;
+}
