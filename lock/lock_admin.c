@@ -1,0 +1,333 @@
+/* lock_admin.c — the operator's side of the lock protocol: breaking a stuck
+ * lock (a new epoch born expired, never a delete), collecting old epoch
+ * files (never the latest), the backend self-test for conditional writes,
+ * and listing the locks under "<root>locks/". Acquire, renew and release
+ * live in lock.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock_int.h"
+
+#define BREAK_HOLDER "fencectl-break"
+
+enum lock_code lock_break(struct lock *lk, const char *holder, uint64_t *new_epoch,
+			  char *err, size_t errlen)
+{
+	struct lock_payload p;
+	struct lock_created made;
+	enum lock_code rc;
+	uint64_t latest = 0;
+	int round;
+
+	memset(&p, 0, sizeof(p));
+	snprintf(p.leader_id, sizeof(p.leader_id), "%s", holder && *holder ? holder : BREAK_HOLDER);
+	p.expired = true;
+	lock_self_identity(p.host, sizeof(p.host), &p.pid);
+	if (lock_random_hex(p.nonce, sizeof(p.nonce), 16) < 0) {
+		snprintf(err, errlen, "no random bytes for a nonce");
+		return LOCK_ERR_STORE;
+	}
+	for (round = 0; round <= lk->max_create_retries; round++) {
+		rc = lock_latest_epoch(lk, &latest, err, errlen);
+		if (rc != LOCK_OK)
+			return rc;
+		rc = lock_create_epoch(lk, latest + 1, &p, &made, err, errlen);
+		if (rc != LOCK_OK)
+			return rc;
+		if (made.won) {
+			if (new_epoch)
+				*new_epoch = latest + 1;
+			return LOCK_OK;
+		}
+		/* someone created latest+1 first: fence that one too */
+	}
+	snprintf(err, errlen, "lock \"%s\": other clients kept creating epochs; "
+		 "break did not get one in %d tries", lk->name, round);
+	return LOCK_ERR_STORE;
+}
+
+struct epoch_file {
+	uint64_t epoch;
+	char *key;
+};
+
+static int cmp_epoch_file(const void *a, const void *b)
+{
+	uint64_t x = ((const struct epoch_file *)a)->epoch;
+	uint64_t y = ((const struct epoch_file *)b)->epoch;
+
+	return x < y ? -1 : x > y;
+}
+
+enum lock_code lock_gc(struct lock *lk, unsigned keep, unsigned *deleted,
+		       char *err, size_t errlen)
+{
+	struct store_list_page page = { 0 };
+	struct store_result res = STORE_RESULT_INIT;
+	struct epoch_file *files = NULL, *grown;
+	size_t n = 0, cap = 0, i;
+	char *cont = NULL;
+	enum lock_code rc = LOCK_OK;
+	enum store_code sc;
+	uint64_t e;
+	long pages;
+	unsigned count = 0;
+
+	if (keep < 1) {
+		snprintf(err, errlen, "gc: --keep must be at least 1 (the latest epoch is never deleted)");
+		return LOCK_ERR_INVALID;
+	}
+	/* every epoch file, from the first: gc needs them all */
+	for (pages = 0; pages < LOCK_LIST_PAGES_MAX; pages++) {
+		sc = store_list(lk->st, lk->prefix, NULL, cont, LOCK_LIST_PAGE, &page, &res);
+		if (sc != STORE_OK) {
+			lock_store_error(err, errlen, "listing", lk->prefix, sc, &res);
+			rc = LOCK_ERR_STORE;
+			goto out;
+		}
+		for (i = 0; i < page.n; i++) {
+			e = page.entries[i].key ? lock_key_epoch(lk, page.entries[i].key) : 0;
+			if (!e)
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				grown = realloc(files, cap * sizeof(*files));
+				if (!grown)
+					goto nomem;
+				files = grown;
+			}
+			files[n].epoch = e;
+			files[n].key = strdup(page.entries[i].key);
+			if (!files[n].key)
+				goto nomem;
+			n++;
+		}
+		if (!page.truncated)
+			break;
+		if (!page.next_token || !page.next_token[0]) {
+			snprintf(err, errlen, "listing \"%s\": truncated page without a continuation token",
+				 lk->prefix);
+			rc = LOCK_ERR_STORE;
+			goto out;
+		}
+		free(cont);
+		cont = page.next_token;
+		page.next_token = NULL;
+		store_list_page_free(&page);
+	}
+	if (n > 1)
+		qsort(files, n, sizeof(*files), cmp_epoch_file);
+	/* the newest `keep` stay; keep >= 1 so the latest always does */
+	for (i = 0; i + keep < n; i++) {
+		sc = store_delete(lk->st, files[i].key, NULL, &res);
+		if (sc == STORE_NOT_FOUND)
+			continue; /* collected by someone else meanwhile */
+		if (sc != STORE_OK) {
+			lock_store_error(err, errlen, "deleting", files[i].key, sc, &res);
+			rc = LOCK_ERR_STORE;
+			goto out;
+		}
+		count++;
+	}
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	rc = LOCK_ERR_NOMEM;
+out:
+	if (deleted)
+		*deleted = count;
+	for (i = 0; i < n; i++)
+		free(files[i].key);
+	free(files);
+	free(cont);
+	store_list_page_free(&page);
+	store_result_clear(&res);
+	return rc;
+}
+
+/* Writes the probe with cond; the answer code. 409 (a conflicting write in
+ * flight) is retried a few times: it settles nothing. */
+static enum store_code probe_put(struct store *st, const char *key, enum store_cond cond,
+				 const char *etag, struct store_result *res)
+{
+	static const char body[] = "fencegate backend self-test probe; safe to delete\n";
+	struct store_put_opts po = { .cond = cond, .etag = etag, .content_type = "text/plain" };
+	enum store_code sc = STORE_CONFLICT;
+	int i;
+
+	for (i = 0; i < 3 && sc == STORE_CONFLICT; i++)
+		sc = store_put(st, key, body, sizeof(body) - 1, &po, res);
+	return sc;
+}
+
+enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
+				char *err, size_t errlen)
+{
+	struct store_result res = STORE_RESULT_INIT;
+	char key[LOCK_KEY_MAX], token[33];
+	enum lock_code rc = LOCK_OK;
+	enum store_code sc;
+	int created = 0;
+
+	if (!probe_prefix)
+		probe_prefix = store_root(st);
+	if (lock_random_hex(token, sizeof(token), 8) < 0) {
+		snprintf(err, errlen, "no random bytes for the probe key");
+		return LOCK_ERR_STORE;
+	}
+	if (strlen(probe_prefix) + 40 >= sizeof(key)) {
+		snprintf(err, errlen, "probe prefix is too long");
+		return LOCK_ERR_INVALID;
+	}
+	snprintf(key, sizeof(key), "%sfencegate-selftest-%s", probe_prefix, token);
+
+	sc = probe_put(st, key, STORE_COND_IF_NONE_MATCH_ANY, NULL, &res);
+	if (sc != STORE_OK) {
+		lock_store_error(err, errlen, "self-test: creating probe", key, sc, &res);
+		rc = LOCK_ERR_STORE;
+		goto out;
+	}
+	created = 1;
+	sc = probe_put(st, key, STORE_COND_IF_NONE_MATCH_ANY, NULL, &res);
+	if (sc == STORE_OK) {
+		snprintf(err, errlen, "store ignores If-None-Match: a second create of \"%s\" "
+			 "succeeded, so two writers could both acquire a lock; use a backend "
+			 "with conditional writes", key);
+		rc = LOCK_ERR_UNSAFE;
+		goto out;
+	}
+	if (sc != STORE_PRECONDITION_FAILED) {
+		lock_store_error(err, errlen, "self-test: second create of probe", key, sc, &res);
+		rc = LOCK_ERR_STORE;
+		goto out;
+	}
+	/* renew and release rely on If-Match the same way */
+	sc = probe_put(st, key, STORE_COND_IF_MATCH, "\"fencegate-selftest-no-such-etag\"", &res);
+	if (sc == STORE_OK) {
+		snprintf(err, errlen, "store ignores If-Match: a write of \"%s\" with a wrong "
+			 "ETag succeeded, so a lost holder could overwrite a newer lease; use a "
+			 "backend with conditional writes", key);
+		rc = LOCK_ERR_UNSAFE;
+		goto out;
+	}
+	if (sc != STORE_PRECONDITION_FAILED) {
+		lock_store_error(err, errlen, "self-test: write of probe with a wrong If-Match",
+				 key, sc, &res);
+		rc = LOCK_ERR_STORE;
+		goto out;
+	}
+out:
+	if (created) {
+		sc = store_delete(st, key, NULL, &res);
+		if (sc != STORE_OK && sc != STORE_NOT_FOUND && rc == LOCK_OK) {
+			lock_store_error(err, errlen, "self-test: deleting probe", key, sc, &res);
+			rc = LOCK_ERR_STORE;
+		}
+	}
+	store_result_clear(&res);
+	return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+enum lock_code lock_list_names(struct store *st, char ***names_out, size_t *n_out,
+			       char *err, size_t errlen)
+{
+	struct store_list_page page = { 0 };
+	struct store_result res = STORE_RESULT_INIT;
+	char prefix[LOCK_KEY_MAX], start_after[LOCK_KEY_MAX], name[LOCK_NAME_MAX + 1];
+	char **names = NULL, **grown;
+	size_t n = 0, cap = 0, i, plen, nlen, j;
+	enum lock_code rc = LOCK_OK;
+	enum store_code sc;
+	const char *key, *slash;
+	long pages;
+
+	*names_out = NULL;
+	*n_out = 0;
+	snprintf(prefix, sizeof(prefix), "%slocks/", store_root(st));
+	plen = strlen(prefix);
+	start_after[0] = '\0';
+	/* Each page ends with some lock's keys; the next one starts after
+	 * "<prefix>NAME0", which sorts after every "<prefix>NAME/..." key, so a
+	 * lock with thousands of epochs costs one request, not one per page. */
+	for (pages = 0; pages < LOCK_LIST_PAGES_MAX; pages++) {
+		sc = store_list(st, prefix, start_after[0] ? start_after : NULL, NULL,
+				LOCK_LIST_PAGE, &page, &res);
+		if (sc != STORE_OK) {
+			lock_store_error(err, errlen, "listing", prefix, sc, &res);
+			rc = LOCK_ERR_STORE;
+			goto out;
+		}
+		for (i = 0; i < page.n; i++) {
+			key = page.entries[i].key;
+			if (!key || strncmp(key, prefix, plen) != 0)
+				continue;
+			slash = strchr(key + plen, '/');
+			nlen = slash ? (size_t)(slash - key - plen) : 0;
+			if (!slash || nlen == 0 || nlen > LOCK_NAME_MAX)
+				continue;
+			memcpy(name, key + plen, nlen);
+			name[nlen] = '\0';
+			if (!lock_name_valid(name) || (n && strcmp(names[n - 1], name) == 0))
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				grown = realloc(names, cap * sizeof(*names));
+				if (!grown)
+					goto nomem;
+				names = grown;
+			}
+			names[n] = strdup(name);
+			if (!names[n])
+				goto nomem;
+			n++;
+		}
+		if (!page.truncated || page.n == 0)
+			break;
+		key = page.entries[page.n - 1].key;
+		if (!key || strcmp(key, start_after) <= 0) {
+			snprintf(err, errlen, "listing \"%s\": the store returned keys out of order",
+				 prefix);
+			rc = LOCK_ERR_STORE;
+			goto out;
+		}
+		slash = strncmp(key, prefix, plen) == 0 ? strchr(key + plen, '/') : NULL;
+		if (slash && (size_t)(slash - key) + 2 <= sizeof(start_after))
+			snprintf(start_after, sizeof(start_after), "%.*s0", (int)(slash - key), key);
+		else
+			snprintf(start_after, sizeof(start_after), "%s", key);
+		store_list_page_free(&page);
+	}
+	/* listings are sorted, but be robust to a backend that is not */
+	if (n > 1) {
+		qsort(names, n, sizeof(*names), cmp_str);
+		for (i = 1, j = 1; i < n; i++) {
+			if (strcmp(names[i], names[j - 1]) == 0)
+				free(names[i]);
+			else
+				names[j++] = names[i];
+		}
+		n = j;
+	}
+	*names_out = names;
+	*n_out = n;
+	names = NULL;
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	rc = LOCK_ERR_NOMEM;
+out:
+	if (names) {
+		for (i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+	}
+	store_list_page_free(&page);
+	store_result_clear(&res);
+	return rc;
+}

@@ -1,0 +1,65 @@
+/* lock_int.h — what lock.c and lock_admin.c share: the struct lock and the
+ * create-an-epoch-file step. Internal to libfencelock, not installed. */
+#ifndef FENCE_LOCK_INT_H
+#define FENCE_LOCK_INT_H
+
+#include "lock.h"
+
+#define LOCK_KEY_MAX    1100
+#define LOCK_EPOCH_MAX  9999999999ULL   /* ten digits keep key order = epoch order */
+#define LOCK_LIST_PAGE  1000
+#define LOCK_LIST_PAGES_MAX 1000000     /* a bound on any listing loop */
+
+/* One lock NAME as seen by one client. Cached knowledge, all of it about the
+ * latest epoch this struct lock has seen:
+ *   latest_epoch 0        nothing seen yet (or the lock is free)
+ *   latest_epoch E, !known  E exists; its content must be read
+ *   latest_epoch E, known   we read or wrote E's file: known_payload is its
+ *                           content as of that read/write */
+struct lock {
+	struct store *st;
+	const struct timesrc *time;
+	char name[LOCK_NAME_MAX + 1];
+	char *prefix;
+	int64_t unreadable_hold_ms;
+	int64_t safety_margin_ms;       /* 0: derived from each ttl */
+	int max_create_retries;
+
+	uint64_t latest_epoch;
+	char latest_key[LOCK_KEY_MAX];
+	int known;
+	struct lock_payload known_payload;
+	char known_etag[STORE_ETAG_MAX];
+	int64_t known_last_modified;
+};
+
+/* The result of one create (If-None-Match "*") of an epoch file, ambiguous
+ * answers already resolved by reading the file back. */
+struct lock_created {
+	int won;                        /* 1: the file is ours; 0: someone else's */
+	char etag[STORE_ETAG_MAX];      /* when won */
+	int64_t last_modified;          /* when won, server seconds */
+	int64_t send_mono_ms;           /* monotonic time the first create was sent */
+};
+
+/* Creates epoch file `epoch` with payload p (whose nonce must be set).
+ * LOCK_OK with out->won telling who has the file; LOCK_ERR_* on a failure
+ * (message in err). Updates the latest-epoch cache. */
+enum lock_code lock_create_epoch(struct lock *lk, uint64_t epoch,
+				 const struct lock_payload *p, struct lock_created *out,
+				 char *err, size_t errlen);
+
+/* Fills out with 2*nbytes random hex digits (nbytes <= 32). Returns 0 or -1. */
+int lock_random_hex(char *out, size_t outlen, size_t nbytes);
+
+/* host and pid of this process, for payloads. */
+void lock_self_identity(char *host, size_t hostlen, long long *pid);
+
+/* Formats a store failure into err: "WHAT KEY: reason (HTTP n Code: msg)". */
+void lock_store_error(char *err, size_t errlen, const char *what, const char *key,
+		      enum store_code code, const struct store_result *res);
+
+/* A pause of about base_ms * 2^attempt (capped at cap_ms), with jitter. */
+int64_t lock_backoff_ms(int attempt, int64_t base_ms, int64_t cap_ms);
+
+#endif
