@@ -176,11 +176,11 @@ enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
 		snprintf(err, errlen, "no random bytes for the probe key");
 		return LOCK_ERR_STORE;
 	}
-	if (strlen(probe_prefix) + 40 >= sizeof(key)) {
+	if (snprintf(key, sizeof(key), "%sfencegate-selftest-%s", probe_prefix, token) >=
+	    (int)sizeof(key)) {
 		snprintf(err, errlen, "probe prefix is too long");
 		return LOCK_ERR_INVALID;
 	}
-	snprintf(key, sizeof(key), "%sfencegate-selftest-%s", probe_prefix, token);
 
 	sc = probe_put(st, key, STORE_COND_IF_NONE_MATCH_ANY, NULL, &res);
 	if (sc != STORE_OK) {

@@ -1,0 +1,744 @@
+/* fencectl.c — the command line for fencing locks: argument parsing and
+ * printing around libfencelock (lock.h), plus `run`, which holds a lock for
+ * a child process. The protocol itself lives in the library; this file only
+ * turns its answers into output and exit codes (0 ok, 3 held/lost, 1 error). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "lock.h"
+#include "store.h"
+#include "timesrc.h"
+
+#ifndef FENCE_VERSION
+#define FENCE_VERSION "unknown"
+#endif
+
+#define EXIT_HELD 3
+#define RUN_POLL_MS 50
+#define RUN_GRACE_MAX_MS 5000
+
+static const char usage[] =
+"usage: fencectl [global options] COMMAND [ARGS]\n"
+"\n"
+"Fencing locks on S3 or a local directory. A lock NAME lives under\n"
+"ROOT/locks/NAME/lock-; each acquire gets the next epoch (the fencing token).\n"
+"\n"
+"commands:\n"
+"  acquire NAME [--ttl 30s] [--wait 0] [--holder ID]   print the epoch acquired\n"
+"  renew NAME EPOCH                  extend the lease of EPOCH\n"
+"  release NAME EPOCH                give EPOCH up\n"
+"  status NAME [--json]              the latest epoch and its state\n"
+"  list [--json]                     every lock under ROOT/locks/\n"
+"  gc NAME --keep N                  delete all but the newest N epoch files\n"
+"  break NAME [--holder ID]          fence out a stuck holder (new epoch, expired)\n"
+"  check                             test that the store honours conditional writes\n"
+"  run NAME [--ttl 30s] [--wait 0] [--holder ID] -- CMD [ARGS...]\n"
+"                                    hold the lock while CMD runs (FENCING_TOKEN,\n"
+"                                    FENCE_LOCK in its environment), renew every\n"
+"                                    ttl/3, stop CMD if the lock is lost\n"
+"\n"
+"global options:\n"
+"  --store URL      s3://BUCKET[/ROOT] or file:///DIR (default: $FENCE_STORE)\n"
+"  --prefix P       the lock's exact key prefix (default ROOT/locks/NAME/lock-)\n"
+"  --endpoint URL   S3-compatible endpoint (default: $AWS_ENDPOINT_URL, else AWS)\n"
+"  --region R       AWS region (default: $AWS_REGION, else us-east-1)\n"
+"  --profile P      AWS profile for credentials (default: $AWS_PROFILE, else default)\n"
+"  --proxy URL      use a fencegate lock HTTP API (not supported yet)\n"
+"  --json           machine-readable output\n"
+"  --help, --version\n"
+"\n"
+"durations: 500ms, 30s, 2m, 1h; a plain number is seconds.\n"
+"exit status: 0 ok, 3 held by another or lock lost, 1 error;\n"
+"run exits with CMD's status (128+N if killed by signal N).\n";
+
+struct cli {
+	const char *store_url, *prefix, *endpoint, *region, *profile, *proxy;
+	int json;
+	const char *holder;
+	int64_t ttl_ms, wait_ms;
+	long keep;
+	int has_ttl, has_wait, has_holder, has_keep;
+	const char *command;
+	const char *pos[4];             /* positionals after the command */
+	int npos;
+	char **child_argv;              /* run: after "--" */
+};
+
+/* A usage error: names what to fix, exits 1. */
+__attribute__((format(printf, 1, 2), noreturn))
+static void die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fencectl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see fencectl --help)\n");
+	exit(1);
+}
+
+/* "500ms", "30s", "2m", "1h", or a plain number of seconds. -1 if invalid. */
+static int64_t parse_duration_ms(const char *s)
+{
+	char *end = NULL;
+	double v, unit = 1000;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v) || v < 0)
+		return -1;
+	if (strcmp(end, "ms") == 0)
+		unit = 1;
+	else if (strcmp(end, "s") == 0 || *end == '\0')
+		unit = 1000;
+	else if (strcmp(end, "m") == 0)
+		unit = 60000;
+	else if (strcmp(end, "h") == 0)
+		unit = 3600000;
+	else
+		return -1;
+	v *= unit;
+	if (v > 1e15)
+		return -1;
+	return (int64_t)llround(v);
+}
+
+/* Matches "--name VALUE" or "--name=VALUE"; advances *i past a separate value. */
+static const char *option_value(int argc, char **argv, int *i, const char *name)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (a[n] != '\0')
+		return NULL;
+	if (*i + 1 >= argc)
+		die_usage("option %s needs a value", name);
+	return argv[++*i];
+}
+
+static void parse_args(int argc, char **argv, struct cli *c)
+{
+	const char *v;
+	char *end;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "--") == 0) {
+			c->child_argv = argv + i + 1;
+			break;
+		}
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(usage, stdout);
+			exit(0);
+		}
+		if (strcmp(a, "--version") == 0) {
+			printf("fencectl %s\n", FENCE_VERSION);
+			exit(0);
+		}
+		if (strcmp(a, "--json") == 0) {
+			c->json = 1;
+		} else if ((v = option_value(argc, argv, &i, "--store"))) {
+			c->store_url = v;
+		} else if ((v = option_value(argc, argv, &i, "--prefix"))) {
+			c->prefix = v;
+		} else if ((v = option_value(argc, argv, &i, "--endpoint"))) {
+			c->endpoint = v;
+		} else if ((v = option_value(argc, argv, &i, "--region"))) {
+			c->region = v;
+		} else if ((v = option_value(argc, argv, &i, "--profile"))) {
+			c->profile = v;
+		} else if ((v = option_value(argc, argv, &i, "--proxy"))) {
+			c->proxy = v;
+		} else if ((v = option_value(argc, argv, &i, "--holder"))) {
+			c->holder = v;
+			c->has_holder = 1;
+		} else if ((v = option_value(argc, argv, &i, "--ttl"))) {
+			c->ttl_ms = parse_duration_ms(v);
+			if (c->ttl_ms <= 0)
+				die_usage("--ttl \"%s\": give a positive duration like 500ms, 30s or 2m", v);
+			c->has_ttl = 1;
+		} else if ((v = option_value(argc, argv, &i, "--wait"))) {
+			c->wait_ms = parse_duration_ms(v);
+			if (c->wait_ms < 0)
+				die_usage("--wait \"%s\": give a duration like 500ms, 10s or 2m", v);
+			c->has_wait = 1;
+		} else if ((v = option_value(argc, argv, &i, "--keep"))) {
+			errno = 0;
+			c->keep = strtol(v, &end, 10);
+			if (errno || end == v || *end || c->keep < 1 || c->keep > 1000000000L)
+				die_usage("--keep \"%s\": give a whole number of epochs, at least 1", v);
+			c->has_keep = 1;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			die_usage("unknown option \"%s\"", a);
+		} else if (!c->command) {
+			c->command = a;
+		} else if (c->npos < (int)(sizeof(c->pos) / sizeof(c->pos[0]))) {
+			c->pos[c->npos++] = a;
+		} else {
+			die_usage("unexpected argument \"%s\"", a);
+		}
+	}
+}
+
+/* Checks the positionals and options a command takes. */
+static void expect(const struct cli *c, int npos, const char *args, int ttl_wait_holder,
+		   int holder, int keep)
+{
+	char what[128];
+
+	if (c->npos != npos) {
+		snprintf(what, sizeof(what), "%s takes %s", c->command, args);
+		die_usage("%s", what);
+	}
+	if (!ttl_wait_holder && (c->has_ttl || c->has_wait))
+		die_usage("--ttl and --wait are for acquire and run, not %s", c->command);
+	if (!ttl_wait_holder && !holder && c->has_holder)
+		die_usage("--holder is for acquire, run and break, not %s", c->command);
+	if (!keep && c->has_keep)
+		die_usage("--keep is for gc, not %s", c->command);
+	if (strcmp(c->command, "run") != 0 && c->child_argv)
+		die_usage("\"--\" is for run, not %s", c->command);
+}
+
+static uint64_t parse_epoch(const char *s)
+{
+	char *end = NULL;
+	unsigned long long e;
+
+	errno = 0;
+	e = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || e == 0 || e > 9999999999ULL)
+		die_usage("EPOCH \"%s\" is not an epoch number (1..9999999999)", s);
+	return (uint64_t)e;
+}
+
+static struct store *open_store(const struct cli *c)
+{
+	struct store_config cfg = { 0 };
+	struct store *st;
+	char err[512];
+
+	cfg.url = c->store_url ? c->store_url : getenv("FENCE_STORE");
+	cfg.endpoint = c->endpoint;
+	cfg.region = c->region;
+	cfg.profile = c->profile;
+	cfg.path_style = -1;
+	st = store_open(&cfg, err, sizeof(err));
+	if (!st) {
+		fprintf(stderr, "fencectl: %s\n", err);
+		exit(1);
+	}
+	return st;
+}
+
+static struct lock *open_lock(const struct cli *c, struct store *st, const char *name)
+{
+	struct lock_options o = { .prefix = c->prefix };
+	struct lock *lk;
+	char err[512];
+
+	lk = lock_open(st, name, &o, err, sizeof(err));
+	if (!lk) {
+		fprintf(stderr, "fencectl: %s\n", err);
+		store_close(st);
+		exit(1);
+	}
+	return lk;
+}
+
+/* Exit code for a library answer; prints the error for failures. */
+static int report(enum lock_code rc, const char *err)
+{
+	switch (rc) {
+	case LOCK_OK:
+		return 0;
+	case LOCK_HELD:
+	case LOCK_LOST:
+		fprintf(stderr, "fencectl: %s\n", err[0] ? err : lock_strerror(rc));
+		return EXIT_HELD;
+	default:
+		fprintf(stderr, "fencectl: %s%s%s\n", lock_strerror(rc), err[0] ? ": " : "", err);
+		return 1;
+	}
+}
+
+static void print_held(const char *name, const struct lock_info *who)
+{
+	if (who->state == LOCK_STATE_UNREADABLE)
+		fprintf(stderr, "fencectl: lock \"%s\" is held by an unreadable lock file "
+			"(epoch %" PRIu64 ") for another %.1fs\n", name, who->epoch,
+			(double)who->remaining_ms / 1000.0);
+	else
+		fprintf(stderr, "fencectl: lock \"%s\" is held by \"%s\" (epoch %" PRIu64 ") "
+			"for another %.1fs\n", name, who->payload.leader_id, who->epoch,
+			(double)who->remaining_ms / 1000.0);
+}
+
+static void print_json(cJSON *obj)
+{
+	char *s = obj ? cJSON_PrintUnformatted(obj) : NULL;
+
+	if (!s) {
+		fprintf(stderr, "fencectl: out of memory\n");
+		exit(1);
+	}
+	printf("%s\n", s);
+	free(s);
+	cJSON_Delete(obj);
+}
+
+static cJSON *info_json(const char *name, const struct lock_info *info)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "lock", name);
+	cJSON_AddNumberToObject(o, "epoch", (double)info->epoch);
+	cJSON_AddStringToObject(o, "state", lock_state_name(info->state));
+	if (info->epoch && info->state != LOCK_STATE_UNREADABLE) {
+		cJSON_AddStringToObject(o, "holder", info->payload.leader_id);
+		cJSON_AddNumberToObject(o, "validityMs", (double)info->payload.validity_ms);
+		cJSON_AddNumberToObject(o, "renewals", (double)info->payload.renewals);
+	}
+	cJSON_AddNumberToObject(o, "remainingMs", (double)info->remaining_ms);
+	if (info->epoch) {
+		cJSON_AddStringToObject(o, "key", info->key);
+		cJSON_AddNumberToObject(o, "lastModified", (double)info->last_modified);
+	}
+	return o;
+}
+
+static void print_info_line(const char *name, const struct lock_info *info)
+{
+	switch (info->state) {
+	case LOCK_STATE_FREE:
+		printf("lock \"%s\": free (no epoch yet)\n", name);
+		break;
+	case LOCK_STATE_HELD:
+		printf("lock \"%s\": held by \"%s\", epoch %" PRIu64 ", %.1fs left\n", name,
+		       info->payload.leader_id, info->epoch, (double)info->remaining_ms / 1000.0);
+		break;
+	case LOCK_STATE_UNREADABLE:
+		printf("lock \"%s\": unreadable lock file at epoch %" PRIu64 ", counts as held "
+		       "for %.1fs more\n", name, info->epoch, (double)info->remaining_ms / 1000.0);
+		break;
+	default:
+		printf("lock \"%s\": %s, epoch %" PRIu64 " (last holder \"%s\")\n", name,
+		       lock_state_name(info->state), info->epoch, info->payload.leader_id);
+		break;
+	}
+}
+
+/* --- commands --------------------------------------------------------------- */
+
+static int cmd_acquire(const struct cli *c, struct lock *lk)
+{
+	struct lock_acquire_opts ao = { .holder = c->holder, .ttl_ms = c->ttl_ms,
+					.wait_ms = c->wait_ms };
+	struct lock_grant g;
+	struct lock_info who;
+	enum lock_code rc;
+	char err[512] = "";
+	cJSON *o;
+
+	memset(&who, 0, sizeof(who));
+	rc = lock_acquire(lk, &ao, &g, &who, err, sizeof(err));
+	if (rc == LOCK_HELD || (rc == LOCK_ERR_TIMEOUT && who.epoch)) {
+		print_held(lock_name(lk), &who);
+		return EXIT_HELD;
+	}
+	if (rc != LOCK_OK)
+		return report(rc, err);
+	if (c->json) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "lock", lock_name(lk));
+		cJSON_AddNumberToObject(o, "epoch", (double)g.epoch);
+		cJSON_AddStringToObject(o, "holder", g.holder);
+		cJSON_AddNumberToObject(o, "ttlMs", (double)g.ttl_ms);
+		cJSON_AddNumberToObject(o, "expiresAt", (double)g.expires_at_ms);
+		print_json(o);
+	} else {
+		printf("%" PRIu64 "\n", g.epoch);
+	}
+	return 0;
+}
+
+static int cmd_renew_release(const struct cli *c, struct lock *lk, int releasing)
+{
+	struct lock_grant g;
+	enum lock_code rc;
+	char err[512] = "";
+
+	memset(&g, 0, sizeof(g));
+	g.epoch = parse_epoch(c->pos[1]);
+	rc = releasing ? lock_release(lk, &g, err, sizeof(err)) : lock_renew(lk, &g, err, sizeof(err));
+	if (rc != LOCK_OK)
+		return report(rc, err);
+	if (c->json) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "lock", lock_name(lk));
+		cJSON_AddNumberToObject(o, "epoch", (double)g.epoch);
+		if (!releasing) {
+			cJSON_AddNumberToObject(o, "renewals", (double)g.renewals);
+			cJSON_AddNumberToObject(o, "expiresAt", (double)g.expires_at_ms);
+		}
+		print_json(o);
+	}
+	return 0;
+}
+
+static int cmd_status(const struct cli *c, struct lock *lk)
+{
+	struct lock_info info;
+	enum lock_code rc;
+	char err[512] = "";
+
+	rc = lock_status(lk, &info, err, sizeof(err));
+	if (rc != LOCK_OK)
+		return report(rc, err);
+	if (c->json)
+		print_json(info_json(lock_name(lk), &info));
+	else
+		print_info_line(lock_name(lk), &info);
+	return 0;
+}
+
+static int cmd_list(const struct cli *c, struct store *st)
+{
+	char **names = NULL;
+	size_t n = 0, i;
+	enum lock_code rc;
+	char err[512] = "";
+	cJSON *arr = c->json ? cJSON_CreateArray() : NULL;
+	int code = 0;
+
+	rc = lock_list_names(st, &names, &n, err, sizeof(err));
+	if (rc != LOCK_OK) {
+		cJSON_Delete(arr);
+		return report(rc, err);
+	}
+	for (i = 0; i < n; i++) {
+		struct lock_info info;
+		struct lock *lk = lock_open(st, names[i], NULL, err, sizeof(err));
+
+		if (lk && (rc = lock_status(lk, &info, err, sizeof(err))) == LOCK_OK) {
+			if (arr)
+				cJSON_AddItemToArray(arr, info_json(names[i], &info));
+			else
+				print_info_line(names[i], &info);
+		} else {
+			fprintf(stderr, "fencectl: lock \"%s\": %s\n", names[i], err);
+			code = 1;
+		}
+		lock_close(lk);
+		free(names[i]);
+	}
+	free(names);
+	if (arr)
+		print_json(arr);
+	return code;
+}
+
+static int cmd_gc(const struct cli *c, struct lock *lk)
+{
+	unsigned deleted = 0;
+	enum lock_code rc;
+	char err[512] = "";
+
+	rc = lock_gc(lk, (unsigned)c->keep, &deleted, err, sizeof(err));
+	if (rc != LOCK_OK) {
+		if (deleted)
+			fprintf(stderr, "fencectl: deleted %u epoch files before the failure\n", deleted);
+		return report(rc, err);
+	}
+	if (c->json) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "lock", lock_name(lk));
+		cJSON_AddNumberToObject(o, "deleted", deleted);
+		print_json(o);
+	} else {
+		printf("lock \"%s\": deleted %u epoch file%s, kept the newest %ld\n",
+		       lock_name(lk), deleted, deleted == 1 ? "" : "s", c->keep);
+	}
+	return 0;
+}
+
+static int cmd_break(const struct cli *c, struct lock *lk)
+{
+	uint64_t epoch = 0;
+	enum lock_code rc;
+	char err[512] = "";
+
+	rc = lock_break(lk, c->holder, &epoch, err, sizeof(err));
+	if (rc != LOCK_OK)
+		return report(rc, err);
+	if (c->json) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "lock", lock_name(lk));
+		cJSON_AddNumberToObject(o, "epoch", (double)epoch);
+		print_json(o);
+	} else {
+		printf("%" PRIu64 "\n", epoch);
+		fprintf(stderr, "fencectl: lock \"%s\" broken: epoch %" PRIu64 " is released; "
+			"earlier epochs are fenced out\n", lock_name(lk), epoch);
+	}
+	return 0;
+}
+
+static int cmd_check(const struct cli *c, struct store *st)
+{
+	enum lock_code rc;
+	char err[512] = "";
+
+	rc = lock_check_store(st, store_root(st), err, sizeof(err));
+	if (rc != LOCK_OK)
+		return report(rc, err);
+	if (c->json)
+		printf("{\"ok\":true}\n");
+	else
+		printf("ok: the store honours If-None-Match and If-Match\n");
+	return 0;
+}
+
+/* --- run ---------------------------------------------------------------------- */
+
+static volatile sig_atomic_t run_child_pid;
+static volatile sig_atomic_t run_got_signal;
+
+static void forward_signal(int sig)
+{
+	run_got_signal = sig;
+	if (run_child_pid > 0)
+		kill((pid_t)run_child_pid, sig);
+}
+
+static void nap_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL); /* a signal may cut it short: fine, we poll */
+}
+
+/* Holds the lock while the child runs. Renews every ttl/3; if a renewal
+ * reports the lock lost, or the holder's deadline (send time + ttl - margin)
+ * passes without a successful renewal, the child gets SIGTERM and, after a
+ * grace period of ttl/3 capped at 5 s, SIGKILL. Releases at exit. Exits with
+ * the child's status (128+N if killed by signal N); if the lock was lost and
+ * the child still exited 0, exits 3. */
+static int cmd_run(const struct cli *c, struct lock *lk)
+{
+	struct lock_acquire_opts ao = { .holder = c->holder, .ttl_ms = c->ttl_ms,
+					.wait_ms = c->wait_ms };
+	const struct timesrc *ts = timesrc_system();
+	struct sigaction sa;
+	struct lock_grant g;
+	struct lock_info who;
+	enum lock_code rc;
+	char err[512] = "", token[32];
+	int64_t now, next_renew, kill_at = 0, period, grace;
+	int status = 0, lost = 0, killed = 0, code;
+	pid_t pid, r;
+
+	if (!c->child_argv || !c->child_argv[0])
+		die_usage("%s", "run needs a command after \"--\": fencectl run NAME -- CMD [ARGS...]");
+	memset(&who, 0, sizeof(who));
+	rc = lock_acquire(lk, &ao, &g, &who, err, sizeof(err));
+	if (rc == LOCK_HELD || (rc == LOCK_ERR_TIMEOUT && who.epoch)) {
+		print_held(lock_name(lk), &who);
+		return EXIT_HELD;
+	}
+	if (rc != LOCK_OK)
+		return report(rc, err);
+	snprintf(token, sizeof(token), "%" PRIu64, g.epoch);
+	if (setenv("FENCING_TOKEN", token, 1) != 0 || setenv("FENCE_LOCK", lock_name(lk), 1) != 0) {
+		fprintf(stderr, "fencectl: cannot set the child's environment\n");
+		lock_release(lk, &g, err, sizeof(err));
+		return 1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = forward_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "fencectl: fork: %s\n", strerror(errno));
+		lock_release(lk, &g, err, sizeof(err));
+		return 1;
+	}
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		execvp(c->child_argv[0], c->child_argv);
+		fprintf(stderr, "fencectl: cannot run \"%s\": %s\n", c->child_argv[0], strerror(errno));
+		_exit(127);
+	}
+	run_child_pid = pid;
+
+	period = g.ttl_ms / 3 > 1 ? g.ttl_ms / 3 : 1;
+	grace = period < RUN_GRACE_MAX_MS ? period : RUN_GRACE_MAX_MS;
+	next_renew = timesrc_mono_ms(ts) + period;
+	for (;;) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			fprintf(stderr, "fencectl: waitpid: %s\n", strerror(errno));
+			status = 1 << 8;
+			break;
+		}
+		now = timesrc_mono_ms(ts);
+		if (lost && !killed && now >= kill_at) {
+			fprintf(stderr, "fencectl: child %ld still running %lld ms after SIGTERM; "
+				"sending SIGKILL\n", (long)pid, (long long)grace);
+			kill(pid, SIGKILL);
+			killed = 1;
+		}
+		if (!lost && now >= next_renew) {
+			err[0] = '\0';
+			rc = lock_renew(lk, &g, err, sizeof(err));
+			if (rc == LOCK_OK) {
+				next_renew = now + period;
+			} else if (rc == LOCK_LOST) {
+				fprintf(stderr, "fencectl: %s; the lock is lost, stopping the child\n",
+					err);
+				lost = 1;
+			} else {
+				fprintf(stderr, "fencectl: renewing lock \"%s\" failed, will retry: %s\n",
+					lock_name(lk), err);
+				next_renew = now + (period < 1000 ? period : 1000);
+			}
+		}
+		if (!lost && now >= g.deadline_mono_ms) {
+			fprintf(stderr, "fencectl: lock \"%s\": no successful renewal before the "
+				"lease deadline; stopping the child\n", lock_name(lk));
+			lost = 1;
+		}
+		if (lost && !kill_at) {
+			kill(pid, SIGTERM);
+			kill_at = now + grace;
+		}
+		nap_ms(RUN_POLL_MS);
+	}
+	run_child_pid = 0;
+
+	if (!lost) {
+		err[0] = '\0';
+		rc = lock_release(lk, &g, err, sizeof(err));
+		if (rc != LOCK_OK)
+			fprintf(stderr, "fencectl: releasing lock \"%s\" epoch %" PRIu64 ": %s\n",
+				lock_name(lk), g.epoch, err[0] ? err : lock_strerror(rc));
+	}
+	if (WIFEXITED(status))
+		code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		code = 128 + WTERMSIG(status);
+	else
+		code = 1;
+	if (lost && code == 0)
+		code = EXIT_HELD;
+	return code;
+}
+
+/* --- main ---------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	struct cli c;
+	struct store *st = NULL;
+	struct lock *lk = NULL;
+	const char *cmd;
+	int code = 1;
+
+	memset(&c, 0, sizeof(c));
+	parse_args(argc, argv, &c);
+	if (!c.command) {
+		fputs(usage, stderr);
+		return 1;
+	}
+	cmd = c.command;
+	if (c.proxy) {
+		fprintf(stderr, "fencectl: --proxy (the lock HTTP API) is not supported yet; use "
+			"--store s3://BUCKET --endpoint %s to take locks through the proxy's S3 "
+			"endpoint\n", c.proxy);
+		return 1;
+	}
+
+	if (strcmp(cmd, "acquire") == 0)
+		expect(&c, 1, "NAME", 1, 1, 0);
+	else if (strcmp(cmd, "renew") == 0 || strcmp(cmd, "release") == 0)
+		expect(&c, 2, "NAME EPOCH", 0, 0, 0);
+	else if (strcmp(cmd, "status") == 0)
+		expect(&c, 1, "NAME", 0, 0, 0);
+	else if (strcmp(cmd, "list") == 0 || strcmp(cmd, "check") == 0)
+		expect(&c, 0, "no arguments", 0, 0, 0);
+	else if (strcmp(cmd, "gc") == 0) {
+		expect(&c, 1, "NAME --keep N", 0, 0, 1);
+		if (!c.has_keep)
+			die_usage("%s", "gc needs --keep N (how many of the newest epoch files to keep)");
+	} else if (strcmp(cmd, "break") == 0)
+		expect(&c, 1, "NAME", 0, 1, 0);
+	else if (strcmp(cmd, "run") == 0)
+		expect(&c, 1, "NAME -- CMD [ARGS...]", 1, 1, 0);
+	else
+		die_usage("unknown command \"%s\"", cmd);
+
+	if (c.npos >= 1 && !lock_name_valid(c.pos[0]))
+		die_usage("invalid lock name \"%s\": use 1-128 of A-Z a-z 0-9 . _ -", c.pos[0]);
+	if (c.prefix && c.npos == 0)
+		die_usage("--prefix names one lock's files; %s does not take it", cmd);
+
+	st = open_store(&c);
+	if (strcmp(cmd, "list") == 0) {
+		code = cmd_list(&c, st);
+		goto out;
+	}
+	if (strcmp(cmd, "check") == 0) {
+		code = cmd_check(&c, st);
+		goto out;
+	}
+	lk = open_lock(&c, st, c.pos[0]);
+	if (strcmp(cmd, "acquire") == 0)
+		code = cmd_acquire(&c, lk);
+	else if (strcmp(cmd, "renew") == 0)
+		code = cmd_renew_release(&c, lk, 0);
+	else if (strcmp(cmd, "release") == 0)
+		code = cmd_renew_release(&c, lk, 1);
+	else if (strcmp(cmd, "status") == 0)
+		code = cmd_status(&c, lk);
+	else if (strcmp(cmd, "gc") == 0)
+		code = cmd_gc(&c, lk);
+	else if (strcmp(cmd, "break") == 0)
+		code = cmd_break(&c, lk);
+	else if (strcmp(cmd, "run") == 0)
+		code = cmd_run(&c, lk);
+out:
+	lock_close(lk);
+	store_close(st);
+	return code;
+}
