@@ -1,0 +1,218 @@
+/* s3err.c — formats S3-style XML and JSON error bodies with proper escaping.
+ * It chooses no status codes and sends nothing; the caller does. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "s3err.h"
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid
+ * (overlong, surrogate, > U+10FFFF, truncated). */
+static size_t utf8_seq_len(const unsigned char *p, size_t n)
+{
+	size_t len, i;
+	uint32_t cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xC2 && p[0] <= 0xDF) {
+		len = 2;
+		cp = p[0] & 0x1F;
+	} else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+		len = 3;
+		cp = p[0] & 0x0F;
+	} else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+		len = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3F);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+/* A bounded writer that keeps counting past the end of its buffer. */
+struct out {
+	char *buf;
+	size_t cap;
+	size_t len;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->len < o->cap) {
+		size_t room = o->cap - o->len;
+
+		memcpy(o->buf + o->len, s, n < room ? n : room);
+	}
+	o->len += n;
+}
+
+static void puts_(struct out *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+#define REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD */
+
+/* Writes s as XML character data. */
+static void put_xml_text(struct out *o, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+
+	while (n > 0) {
+		size_t l;
+
+		switch (*p) {
+		case '&': puts_(o, "&amp;"); l = 1; break;
+		case '<': puts_(o, "&lt;"); l = 1; break;
+		case '>': puts_(o, "&gt;"); l = 1; break;
+		case '"': puts_(o, "&quot;"); l = 1; break;
+		case '\'': puts_(o, "&apos;"); l = 1; break;
+		case '\t': case '\n': case '\r':
+			put(o, (const char *)p, 1);
+			l = 1;
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7F) {
+				puts_(o, REPLACEMENT);
+				l = 1;
+			} else if ((l = utf8_seq_len(p, n)) == 0) {
+				puts_(o, REPLACEMENT);
+				l = 1;
+			} else {
+				put(o, (const char *)p, l);
+			}
+		}
+		p += l;
+		n -= l;
+	}
+}
+
+static void put_element(struct out *o, const char *name, const char *text)
+{
+	put(o, "<", 1);
+	puts_(o, name);
+	put(o, ">", 1);
+	put_xml_text(o, text);
+	put(o, "</", 2);
+	puts_(o, name);
+	put(o, ">", 1);
+}
+
+size_t s3err_xml(const struct s3err *e, char *buf, size_t buflen)
+{
+	struct out o = { .buf = buf, .cap = buflen ? buflen - 1 : 0, .len = 0 };
+	char num[24];
+
+	puts_(&o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>");
+	put_element(&o, "Code", e->code ? e->code : "InternalError");
+	put_element(&o, "Message", e->message ? e->message : "");
+	if (e->resource)
+		put_element(&o, "Resource", e->resource);
+	if (e->request_id)
+		put_element(&o, "RequestId", e->request_id);
+	if (e->has_epoch) {
+		snprintf(num, sizeof(num), "%" PRIu64, e->current_epoch);
+		put_element(&o, "CurrentEpoch", num);
+	}
+	puts_(&o, "</Error>");
+	if (buflen)
+		buf[o.len < buflen ? o.len : buflen - 1] = '\0';
+	return o.len;
+}
+
+char *s3err_xml_dup(const struct s3err *e, size_t *len)
+{
+	size_t need = s3err_xml(e, NULL, 0);
+	char *body = malloc(need + 1);
+
+	if (!body)
+		return NULL;
+	s3err_xml(e, body, need + 1);
+	if (len)
+		*len = need;
+	return body;
+}
+
+/* A copy of s with invalid UTF-8 replaced by U+FFFD (cJSON escapes control
+ * characters itself but passes invalid bytes through). malloc'd. */
+static char *utf8_clean_dup(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0, l;
+	char *copy = malloc(n * 3 + 1);
+
+	if (!copy)
+		return NULL;
+	while (n > 0) {
+		if ((l = utf8_seq_len(p, n)) == 0) {
+			memcpy(copy + i, REPLACEMENT, 3);
+			i += 3;
+			l = 1;
+		} else {
+			memcpy(copy + i, p, l);
+			i += l;
+		}
+		p += l;
+		n -= l;
+	}
+	copy[i] = '\0';
+	return copy;
+}
+
+static int add_string(cJSON *obj, const char *name, const char *value)
+{
+	char *clean = utf8_clean_dup(value);
+	int ok = clean && cJSON_AddStringToObject(obj, name, clean) != NULL;
+
+	free(clean);
+	return ok ? 0 : -1;
+}
+
+char *s3err_json_dup(const struct s3err *e, size_t *len)
+{
+	cJSON *obj = NULL;
+	char *printed = NULL, *body = NULL;
+	char num[24];
+
+	obj = cJSON_CreateObject();
+	if (!obj)
+		goto out;
+	if (add_string(obj, "error", e->code ? e->code : "InternalError") ||
+	    add_string(obj, "message", e->message ? e->message : ""))
+		goto out;
+	if (e->has_epoch) {
+		/* Raw, so epochs above 2^53 stay exact (cJSON numbers are doubles). */
+		snprintf(num, sizeof(num), "%" PRIu64, e->current_epoch);
+		if (!cJSON_AddRawToObject(obj, "currentEpoch", num))
+			goto out;
+	}
+	if (e->request_id && add_string(obj, "requestId", e->request_id))
+		goto out;
+	printed = cJSON_PrintUnformatted(obj);
+	if (!printed)
+		goto out;
+	/* Hand back plain malloc memory whatever cJSON's hooks are. */
+	body = strdup(printed);
+	if (body && len)
+		*len = strlen(body);
+out:
+	if (printed)
+		cJSON_free(printed);
+	cJSON_Delete(obj);
+	return body;
+}
