@@ -1,0 +1,911 @@
+/* store_s3.c — the S3 backend of the object store: GET, HEAD, conditional
+ * PUT and DELETE, ListObjectsV2, each signed with SigV4 and sent on one
+ * reusable libcurl easy handle, synchronously, with bounded retries.
+ *
+ * It never retries a conditional write blindly: a create or If-Match write
+ * whose outcome is unknown (timeout, 5xx, 409) is returned as such, and the
+ * lock layer finds out by reading the object back. It does not stream:
+ * bodies are small lock files, held in memory under a fixed cap. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "awscreds.h"
+#include "s3xml.h"
+#include "sigv4.h"
+#include "store.h"
+
+#define GET_BODY_MAX     ((size_t)16 << 20)  /* object bytes a GET may return */
+#define LIST_BODY_MAX    ((size_t)8 << 20)   /* XML of one listing page */
+#define OTHER_BODY_MAX   ((size_t)1 << 20)   /* error bodies of HEAD/PUT/DELETE */
+#define KEY_MAX          1024                /* S3's limit, in bytes */
+#define BACKOFF_BASE_MS  100
+#define BACKOFF_CAP_MS   5000
+#define DEFAULT_TIMEOUT_MS 10000L
+#define DEFAULT_RETRIES  4
+#define META_PREFIX      "x-amz-meta-"
+/* host, date, sha256, token, content-type, if-match, if-none-match, meta */
+#define SIGNED_MAX       (7 + STORE_META_MAX)
+
+struct store_s3 {
+	struct store base;          /* first: the lock code holds a struct store * */
+	CURL *curl;                 /* one handle, so connections are reused */
+	char *host;                 /* Host header: "b.s3.eu-west-1.amazonaws.com", "127.0.0.1:5000" */
+	char *origin;               /* "scheme://host" */
+	char *path_base;            /* encoded path before the key: "", "/bucket", "/prefix/bucket" */
+	char *region;
+	char *ca_bundle;            /* AWS_CA_BUNDLE, or NULL */
+	struct aws_credentials cred;
+	long timeout_ms;
+	int max_retries;
+	const struct timesrc *time;
+	uint64_t jitter_state;
+	char curl_err[CURL_ERROR_SIZE];
+};
+
+/* A response body under a cap: reaching the cap aborts the transfer. */
+struct body_buf {
+	char *data;
+	size_t len, cap, max;
+	int overflow;
+};
+
+/* One store call: what to send, and whether it may be sent twice. */
+struct s3_call {
+	const char *method;          /* "GET", "HEAD", "PUT", "DELETE" */
+	const char *key;             /* NULL for a listing */
+	const char *query;           /* canonical (sorted, encoded), or NULL */
+	const char *body;            /* PUT only */
+	size_t body_len;
+	size_t body_pos;
+	const struct store_put_opts *put;
+	const char *if_match;        /* DELETE only */
+	size_t body_max;
+	int idempotent;              /* may be resent after an unknown outcome */
+};
+
+/* --- small helpers ------------------------------------------------------ */
+
+static const char *env_nonempty(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+/* splitmix64: good enough to spread retries, seeded per store. */
+static uint64_t jitter_next(struct store_s3 *s)
+{
+	uint64_t z = (s->jitter_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Full jitter: uniform in [0, min(cap, base * 2^retry)]. */
+static int64_t backoff_ms(struct store_s3 *s, int retry)
+{
+	int64_t ceiling = BACKOFF_BASE_MS;
+
+	while (retry-- > 0 && ceiling < BACKOFF_CAP_MS)
+		ceiling *= 2;
+	if (ceiling > BACKOFF_CAP_MS)
+		ceiling = BACKOFF_CAP_MS;
+	return (int64_t)(jitter_next(s) % (uint64_t)(ceiling + 1));
+}
+
+/* A header value we may send: printable ASCII (no CR/LF injection). */
+static int header_safe(const char *v)
+{
+	for (; *v; v++)
+		if ((unsigned char)*v < 0x20 || (unsigned char)*v > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* A metadata name S3 accepts and that survives lowercasing: [A-Za-z0-9_-]. */
+static int meta_name_ok(const char *n)
+{
+	if (!n || !*n)
+		return 0;
+	for (; *n; n++)
+		if (!((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z') ||
+		      (*n >= '0' && *n <= '9') || *n == '-' || *n == '_'))
+			return 0;
+	return 1;
+}
+
+static void lowercase(char *s)
+{
+	for (; *s; s++)
+		if (*s >= 'A' && *s <= 'Z')
+			*s = (char)(*s - 'A' + 'a');
+}
+
+/* Clears res for the next attempt but keeps the attempt count. */
+static void result_reset(struct store_result *res)
+{
+	int attempts = res->attempts;
+
+	store_result_clear(res);
+	res->attempts = attempts;
+}
+
+static enum store_code refuse(struct store_result *res, const char *why)
+{
+	res->code = STORE_ERR_INVALID;
+	snprintf(res->err_message, sizeof(res->err_message), "%s", why);
+	return STORE_ERR_INVALID;
+}
+
+static int key_ok(const char *key)
+{
+	size_t n;
+
+	if (!key)
+		return 0;
+	n = strlen(key);
+	return n > 0 && n <= KEY_MAX;
+}
+
+/* --- curl callbacks ----------------------------------------------------- */
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct body_buf *b = ud;
+	size_t n = size * nmemb;
+
+	if (n > b->max - b->len) {
+		b->overflow = 1;
+		return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t ncap = b->cap ? b->cap : 4096;
+		char *d;
+
+		while (ncap < b->len + n + 1)
+			ncap *= 2;
+		if (ncap > b->max + 1)
+			ncap = b->max + 1;
+		d = realloc(b->data, ncap);
+		if (!d)
+			return 0;
+		b->data = d;
+		b->cap = ncap;
+	}
+	memcpy(b->data + b->len, ptr, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return n;
+}
+
+static size_t on_upload(char *buf, size_t size, size_t nitems, void *ud)
+{
+	struct s3_call *c = ud;
+	size_t n = size * nitems, left = c->body_len - c->body_pos;
+
+	if (n > left)
+		n = left;
+	memcpy(buf, c->body + c->body_pos, n);
+	c->body_pos += n;
+	return n;
+}
+
+static int on_upload_seek(void *ud, curl_off_t offset, int origin)
+{
+	struct s3_call *c = ud;
+
+	if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > c->body_len)
+		return CURL_SEEKFUNC_CANTSEEK;
+	c->body_pos = (size_t)offset;
+	return CURL_SEEKFUNC_OK;
+}
+
+/* --- one request -------------------------------------------------------- */
+
+/* The headers one request sends and signs; names of x-amz-meta-* are
+ * allocated. */
+struct signed_headers {
+	struct sigv4_header h[SIGNED_MAX];
+	char *owned[SIGNED_MAX];
+	size_t n;
+};
+
+static void signed_headers_free(struct signed_headers *sh)
+{
+	size_t i;
+
+	for (i = 0; i < sh->n; i++)
+		free(sh->owned[i]);
+	sh->n = 0;
+}
+
+static int add_header(struct signed_headers *sh, const char *name, const char *value, char *owned)
+{
+	if (sh->n == SIGNED_MAX) {
+		free(owned);
+		return -1;
+	}
+	sh->h[sh->n].name = name;
+	sh->h[sh->n].value = value;
+	sh->owned[sh->n] = owned;
+	sh->n++;
+	return 0;
+}
+
+static enum store_code map_status(long status)
+{
+	if (status >= 200 && status < 300)
+		return STORE_OK;
+	switch (status) {
+	case 404: return STORE_NOT_FOUND;
+	case 412: return STORE_PRECONDITION_FAILED;
+	case 409: return STORE_CONFLICT;
+	case 401:
+	case 403: return STORE_ERR_DENIED;
+	}
+	if (status >= 500 && status < 600)
+		return STORE_ERR_SERVER;
+	return STORE_ERR_PROTOCOL;
+}
+
+static const char *response_header(CURL *curl, const char *name)
+{
+	struct curl_header *h = NULL;
+
+	if (curl_easy_header(curl, name, 0, CURLH_HEADER, -1, &h) != CURLHE_OK || !h)
+		return NULL;
+	return h->value;
+}
+
+static int64_t http_date(const char *v)
+{
+	time_t t;
+
+	if (!v)
+		return 0;
+	t = curl_getdate(v, NULL);
+	return t > 0 ? (int64_t)t : 0;
+}
+
+/* Fills res from the headers of the final response. Returns -1 on ENOMEM. */
+static int collect_headers(struct store_s3 *s, struct store_result *res)
+{
+	struct curl_header *h = NULL;
+	const char *v;
+	curl_off_t clen = -1;
+
+	v = response_header(s->curl, "ETag");
+	if (v && strlen(v) < sizeof(res->etag))
+		strcpy(res->etag, v);
+	else if (v)
+		res->etag[0] = '\0'; /* too long to keep: refused below for 2xx */
+	res->last_modified = http_date(response_header(s->curl, "Last-Modified"));
+	res->server_date = http_date(response_header(s->curl, "Date"));
+	if (curl_easy_getinfo(s->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen) == CURLE_OK)
+		res->content_length = clen;
+	while ((h = curl_easy_nextheader(s->curl, CURLH_HEADER, -1, h)) != NULL) {
+		size_t plen = sizeof(META_PREFIX) - 1;
+		char *name, *value;
+
+		if (strncasecmp(h->name, META_PREFIX, plen) != 0 || !h->name[plen])
+			continue;
+		if (res->nmeta == STORE_META_MAX)
+			break; /* more than we keep: the first STORE_META_MAX */
+		name = strdup(h->name + plen);
+		value = strdup(h->value);
+		if (!name || !value) {
+			free(name);
+			free(value);
+			return -1;
+		}
+		lowercase(name);
+		res->meta[res->nmeta].name = name;
+		res->meta[res->nmeta].value = value;
+		res->nmeta++;
+	}
+	return 0;
+}
+
+/* Builds, signs and sends one request; fills res and leaves the body in
+ * buf. Returns the code for this one attempt. */
+static enum store_code send_once(struct store_s3 *s, struct s3_call *c,
+				 struct body_buf *buf, struct store_result *res)
+{
+	struct signed_headers sh = { .n = 0 };
+	struct sigv4_request rq;
+	struct sigv4_credentials cred;
+	struct curl_slist *list = NULL, *grown;
+	char amz_date[17], payload_hash[65];
+	char *path = NULL, *url = NULL, *auth = NULL, *line = NULL, *ekey = NULL;
+	const char *content_type = NULL;
+	enum store_code code = STORE_ERR_NOMEM;
+	CURLcode rc;
+	long status = 0;
+	size_t i;
+
+	/* the path exactly as sent and signed */
+	if (c->key) {
+		ekey = sigv4_uri_encode(c->key, strlen(c->key), 0);
+		if (!ekey)
+			goto out;
+	}
+	if (asprintf(&path, "%s/%s", s->path_base, ekey ? ekey : "") < 0) {
+		path = NULL;
+		goto out;
+	}
+	if (!c->key && path[0] && strcmp(path, "/") != 0)
+		path[strlen(path) - 1] = '\0'; /* path-style listing: "/bucket" */
+	if (asprintf(&url, "%s%s%s%s", s->origin, path, c->query ? "?" : "",
+		     c->query ? c->query : "") < 0) {
+		url = NULL;
+		goto out;
+	}
+
+	/* signed with the real clock, not cfg->time: S3 refuses a request whose
+	 * date is off by more than 15 minutes, and a fake clock is for leases */
+	sigv4_amz_date(time(NULL), amz_date);
+	if (c->body_len)
+		sigv4_sha256_hex(c->body, c->body_len, payload_hash);
+	else
+		snprintf(payload_hash, sizeof(payload_hash), "%s", SIGV4_EMPTY_SHA256);
+
+	if (add_header(&sh, "host", s->host, NULL) ||
+	    add_header(&sh, "x-amz-date", amz_date, NULL) ||
+	    add_header(&sh, "x-amz-content-sha256", payload_hash, NULL))
+		goto out;
+	if (s->cred.session_token && add_header(&sh, "x-amz-security-token", s->cred.session_token, NULL))
+		goto out;
+	if (c->put) {
+		content_type = c->put->content_type ? c->put->content_type : "application/octet-stream";
+		if (add_header(&sh, "content-type", content_type, NULL))
+			goto out;
+		if (c->put->cond == STORE_COND_IF_NONE_MATCH_ANY &&
+		    add_header(&sh, "if-none-match", "*", NULL))
+			goto out;
+		if (c->put->cond == STORE_COND_IF_MATCH &&
+		    add_header(&sh, "if-match", c->put->etag, NULL))
+			goto out;
+		for (i = 0; i < c->put->nmeta; i++) {
+			char *name = NULL;
+
+			if (asprintf(&name, META_PREFIX "%s", c->put->meta[i].name) < 0)
+				goto out;
+			lowercase(name);
+			if (add_header(&sh, name, c->put->meta[i].value, name))
+				goto out;
+		}
+	}
+	if (c->if_match && add_header(&sh, "if-match", c->if_match, NULL))
+		goto out;
+
+	memset(&rq, 0, sizeof(rq));
+	rq.method = c->method;
+	rq.path = path;
+	rq.query = c->query;
+	rq.headers = sh.h;
+	rq.nheaders = sh.n;
+	rq.payload_hash = payload_hash;
+	rq.s3 = 1;
+	cred.access_key = s->cred.access_key;
+	cred.secret_key = s->cred.secret_key;
+	cred.session_token = s->cred.session_token;
+	auth = sigv4_authorization(&rq, &cred, s->region, "s3", amz_date);
+	if (!auth) {
+		code = STORE_ERR_INVALID;
+		snprintf(res->err_message, sizeof(res->err_message), "could not sign the request");
+		goto out;
+	}
+
+	for (i = 0; i <= sh.n; i++) {
+		int n = i < sh.n ? asprintf(&line, "%s: %s", sh.h[i].name, sh.h[i].value)
+				 : asprintf(&line, "Authorization: %s", auth);
+
+		if (n < 0) {
+			line = NULL;
+			goto out;
+		}
+		grown = curl_slist_append(list, line);
+		free(line);
+		line = NULL;
+		if (!grown)
+			goto out;
+		list = grown;
+	}
+	/* no "Expect: 100-continue" round trip, no unsigned Accept */
+	if (!(grown = curl_slist_append(list, "Expect:")))
+		goto out;
+	list = grown;
+	if (!(grown = curl_slist_append(list, "Accept:")))
+		goto out;
+	list = grown;
+
+	curl_easy_reset(s->curl); /* keeps the connection cache */
+	s->curl_err[0] = '\0';
+	curl_easy_setopt(s->curl, CURLOPT_URL, url);
+	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, list);
+	curl_easy_setopt(s->curl, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, s->timeout_ms);
+	curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, s->timeout_ms);
+	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, s->curl_err);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, buf);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(s->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+	if (s->ca_bundle)
+		curl_easy_setopt(s->curl, CURLOPT_CAINFO, s->ca_bundle);
+	if (strcmp(c->method, "HEAD") == 0) {
+		curl_easy_setopt(s->curl, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(c->method, "PUT") == 0) {
+		c->body_pos = 0;
+		curl_easy_setopt(s->curl, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(s->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
+		curl_easy_setopt(s->curl, CURLOPT_READFUNCTION, on_upload);
+		curl_easy_setopt(s->curl, CURLOPT_READDATA, c);
+		curl_easy_setopt(s->curl, CURLOPT_SEEKFUNCTION, on_upload_seek);
+		curl_easy_setopt(s->curl, CURLOPT_SEEKDATA, c);
+	} else if (strcmp(c->method, "GET") != 0) {
+		curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, c->method);
+	}
+
+	res->attempts++;
+	s->base.requests++;
+	rc = curl_easy_perform(s->curl);
+	curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+	res->http_status = (int)status;
+	if (rc != CURLE_OK) {
+		if (buf->overflow) {
+			code = STORE_ERR_PROTOCOL;
+			snprintf(res->err_message, sizeof(res->err_message),
+				 "%s %s: response body larger than %zu bytes", c->method,
+				 c->key ? c->key : "(list)", buf->max);
+		} else {
+			code = rc == CURLE_OUT_OF_MEMORY ? STORE_ERR_NOMEM : STORE_ERR_IO;
+			snprintf(res->err_message, sizeof(res->err_message), "%s %.60s: %.180s",
+				 c->method, s->host,
+				 s->curl_err[0] ? s->curl_err : curl_easy_strerror(rc));
+		}
+		goto out;
+	}
+	if (collect_headers(s, res) < 0) {
+		code = STORE_ERR_NOMEM;
+		goto out;
+	}
+	code = map_status(status);
+	if (code == STORE_OK) {
+		if (!res->etag[0] && response_header(s->curl, "ETag")) {
+			code = STORE_ERR_PROTOCOL;
+			snprintf(res->err_message, sizeof(res->err_message),
+				 "ETag longer than %d bytes", STORE_ETAG_MAX - 1);
+		}
+		goto out;
+	}
+	if (buf->len > 0)
+		s3xml_parse_error(buf->data, buf->len, res->err_code, sizeof(res->err_code),
+				  res->err_message, sizeof(res->err_message));
+	if (!res->err_message[0])
+		snprintf(res->err_message, sizeof(res->err_message), "%s %s: http status %ld",
+			 c->method, c->key ? c->key : "(list)", status);
+out:
+	res->code = code;
+	curl_slist_free_all(list);
+	signed_headers_free(&sh);
+	free(auth);
+	free(url);
+	free(path);
+	free(ekey);
+	return code;
+}
+
+/* Whether an outcome may be resent. Conditional writes never are: after an
+ * unknown outcome a resend could answer 412 to our own success. */
+static int retryable(const struct s3_call *c, enum store_code code, const struct store_result *res)
+{
+	if (!c->idempotent)
+		return 0;
+	if (code == STORE_ERR_IO || code == STORE_ERR_SERVER)
+		return 1;
+	return code == STORE_CONFLICT && strcmp(res->err_code, "ConditionalRequestConflict") == 0;
+}
+
+/* Sends c with retries; on return res describes the last attempt and, for
+ * STORE_OK, buf holds the body. */
+static enum store_code perform(struct store_s3 *s, struct s3_call *c,
+			       struct body_buf *buf, struct store_result *res)
+{
+	enum store_code code;
+	int retry = 0;
+
+	buf->max = c->body_max;
+	for (;;) {
+		result_reset(res);
+		buf->len = 0;
+		buf->overflow = 0;
+		code = send_once(s, c, buf, res);
+		if (!retryable(c, code, res) || retry >= s->max_retries)
+			return code;
+		timesrc_sleep_ms(s->time, backoff_ms(s, retry));
+		retry++;
+	}
+}
+
+/* --- the operations ----------------------------------------------------- */
+
+static enum store_code s3_get(struct store *st, const char *key, struct store_result *res)
+{
+	struct store_s3 *s = (struct store_s3 *)st;
+	struct s3_call c = { .method = "GET", .key = key, .body_max = GET_BODY_MAX, .idempotent = 1 };
+	struct body_buf buf = { 0 };
+	enum store_code code;
+
+	store_result_clear(res);
+	if (!key_ok(key))
+		return refuse(res, "key must be 1 to 1024 bytes");
+	code = perform(s, &c, &buf, res);
+	if (code == STORE_OK) {
+		if (!buf.data && !(buf.data = calloc(1, 1))) {
+			res->code = STORE_ERR_NOMEM;
+			return STORE_ERR_NOMEM;
+		}
+		res->body = buf.data;
+		res->body_len = buf.len;
+		buf.data = NULL;
+		if (res->content_length < 0)
+			res->content_length = (int64_t)res->body_len;
+	}
+	free(buf.data);
+	return code;
+}
+
+static enum store_code s3_head(struct store *st, const char *key, struct store_result *res)
+{
+	struct store_s3 *s = (struct store_s3 *)st;
+	struct s3_call c = { .method = "HEAD", .key = key, .body_max = OTHER_BODY_MAX, .idempotent = 1 };
+	struct body_buf buf = { 0 };
+	enum store_code code;
+
+	store_result_clear(res);
+	if (!key_ok(key))
+		return refuse(res, "key must be 1 to 1024 bytes");
+	code = perform(s, &c, &buf, res);
+	free(buf.data);
+	return code;
+}
+
+static enum store_code s3_put(struct store *st, const char *key, const void *body, size_t len,
+			      const struct store_put_opts *opts, struct store_result *res)
+{
+	struct store_s3 *s = (struct store_s3 *)st;
+	static const struct store_put_opts plain = { .cond = STORE_COND_NONE };
+	struct s3_call c = { .method = "PUT", .key = key, .body = body, .body_len = len,
+			     .body_max = OTHER_BODY_MAX };
+	struct body_buf buf = { 0 };
+	enum store_code code;
+	size_t i;
+
+	store_result_clear(res);
+	if (!opts)
+		opts = &plain;
+	if (!key_ok(key))
+		return refuse(res, "key must be 1 to 1024 bytes");
+	if (!body && len)
+		return refuse(res, "no body");
+	if (opts->cond == STORE_COND_IF_MATCH && (!opts->etag || !*opts->etag || !header_safe(opts->etag)))
+		return refuse(res, "If-Match needs an etag of printable characters");
+	if (opts->cond != STORE_COND_NONE && opts->cond != STORE_COND_IF_MATCH &&
+	    opts->cond != STORE_COND_IF_NONE_MATCH_ANY)
+		return refuse(res, "unknown put condition");
+	if (opts->content_type && (!*opts->content_type || !header_safe(opts->content_type)))
+		return refuse(res, "bad content type");
+	if (opts->nmeta > STORE_META_MAX || (opts->nmeta && !opts->meta))
+		return refuse(res, "too much metadata");
+	for (i = 0; i < opts->nmeta; i++)
+		if (!meta_name_ok(opts->meta[i].name) || !opts->meta[i].value ||
+		    !header_safe(opts->meta[i].value))
+			return refuse(res, "metadata names must be [A-Za-z0-9_-], values printable ASCII");
+	c.put = opts;
+	c.idempotent = opts->cond == STORE_COND_NONE;
+	code = perform(s, &c, &buf, res);
+	free(buf.data);
+	return code;
+}
+
+static enum store_code s3_del(struct store *st, const char *key, const char *if_match,
+			      struct store_result *res)
+{
+	struct store_s3 *s = (struct store_s3 *)st;
+	struct s3_call c = { .method = "DELETE", .key = key, .if_match = if_match,
+			     .body_max = OTHER_BODY_MAX, .idempotent = if_match == NULL };
+	struct body_buf buf = { 0 };
+	enum store_code code;
+
+	store_result_clear(res);
+	if (!key_ok(key))
+		return refuse(res, "key must be 1 to 1024 bytes");
+	if (if_match && (!*if_match || !header_safe(if_match)))
+		return refuse(res, "If-Match needs an etag of printable characters");
+	code = perform(s, &c, &buf, res);
+	free(buf.data);
+	return code;
+}
+
+/* Appends "&name=encoded(value)" (without '&' when q is empty). */
+static int query_add(char **q, const char *name, const char *value)
+{
+	char *enc = sigv4_uri_encode(value, strlen(value), 1), *grown = NULL;
+	int n;
+
+	if (!enc)
+		return -1;
+	n = asprintf(&grown, "%s%s%s=%s", *q ? *q : "", *q ? "&" : "", name, enc);
+	free(enc);
+	if (n < 0)
+		return -1;
+	free(*q);
+	*q = grown;
+	return 0;
+}
+
+static enum store_code s3_list(struct store *st, const char *prefix, const char *start_after,
+			       const char *continuation, int max_keys,
+			       struct store_list_page *page, struct store_result *res)
+{
+	struct store_s3 *s = (struct store_s3 *)st;
+	struct s3_call c = { .method = "GET", .body_max = LIST_BODY_MAX, .idempotent = 1 };
+	struct body_buf buf = { 0 };
+	char *query = NULL, num[16], why[200];
+	enum store_code code;
+	enum s3xml_code xc;
+
+	store_result_clear(res);
+	memset(page, 0, sizeof(*page));
+	if (max_keys < 1 || max_keys > 1000)
+		return refuse(res, "max_keys must be 1 to 1000");
+	snprintf(num, sizeof(num), "%d", max_keys);
+	/* parameters in canonical (sorted) order */
+	if ((continuation && *continuation && query_add(&query, "continuation-token", continuation)) ||
+	    query_add(&query, "list-type", "2") ||
+	    query_add(&query, "max-keys", num) ||
+	    (prefix && *prefix && query_add(&query, "prefix", prefix)) ||
+	    (start_after && *start_after && query_add(&query, "start-after", start_after))) {
+		code = res->code = STORE_ERR_NOMEM;
+		goto out;
+	}
+	c.query = query;
+	code = perform(s, &c, &buf, res);
+	if (code != STORE_OK)
+		goto out;
+	xc = s3xml_parse_list(buf.data ? buf.data : "", buf.len, page, why, sizeof(why));
+	if (xc != S3XML_OK) {
+		code = xc == S3XML_ERR_NOMEM ? STORE_ERR_NOMEM : STORE_ERR_PROTOCOL;
+		snprintf(res->err_message, sizeof(res->err_message), "listing: %s", why);
+	} else if (page->truncated && !page->next_token) {
+		code = STORE_ERR_PROTOCOL;
+		snprintf(res->err_message, sizeof(res->err_message),
+			 "listing is truncated but has no continuation token");
+	}
+	if (code != STORE_OK)
+		store_list_page_free(page);
+	res->code = code;
+out:
+	free(query);
+	free(buf.data);
+	return code;
+}
+
+static void s3_close(struct store *st)
+{
+	struct store_s3 *s = (struct store_s3 *)st;
+
+	if (!s)
+		return;
+	if (s->curl) {
+		curl_easy_cleanup(s->curl);
+		curl_global_cleanup();
+	}
+	free(s->host);
+	free(s->origin);
+	free(s->path_base);
+	free(s->region);
+	free(s->ca_bundle);
+	aws_credentials_clear(&s->cred);
+	free(s);
+}
+
+static const struct store_ops s3_ops = {
+	.scheme = "s3",
+	.get = s3_get,
+	.head = s3_head,
+	.put = s3_put,
+	.del = s3_del,
+	.list = s3_list,
+	.close = s3_close,
+};
+
+/* --- opening ------------------------------------------------------------ */
+
+/* A bucket name usable as a DNS label in front of the endpoint host. */
+static int bucket_dns_ok(const char *b)
+{
+	size_t n = strlen(b);
+
+	if (n < 3 || n > 63 || b[0] == '-' || b[n - 1] == '-')
+		return 0;
+	for (; *b; b++)
+		if (!((*b >= 'a' && *b <= 'z') || (*b >= '0' && *b <= '9') || *b == '-'))
+			return 0;
+	return 1;
+}
+
+static int host_is_aws(const char *host)
+{
+	static const char suffix[] = ".amazonaws.com";
+	size_t n = strlen(host), m = sizeof(suffix) - 1;
+
+	return n > m && strcasecmp(host + n - m, suffix) == 0;
+}
+
+/* Splits the endpoint and fills host, origin and path_base. Returns 0, or -1
+ * with err set. */
+static int set_address(struct store_s3 *s, const char *endpoint, int path_style,
+		       const char *bucket, char *err, size_t errlen)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *epath = NULL, *ebucket = NULL;
+	int rc = -1, default_port;
+	size_t plen;
+
+	if (!u) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (curl_url_set(u, CURLUPART_URL, endpoint, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+		snprintf(err, errlen, "endpoint \"%s\" is not a URL (e.g. https://s3.eu-west-1.amazonaws.com)",
+			 endpoint);
+		goto out;
+	}
+	if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
+		snprintf(err, errlen, "endpoint \"%s\": scheme must be http or https", endpoint);
+		goto out;
+	}
+	if (curl_url_get(u, CURLUPART_PORT, &port, 0) != CURLUE_OK)
+		port = NULL;
+	if (curl_url_get(u, CURLUPART_PATH, &epath, 0) != CURLUE_OK)
+		epath = NULL;
+	plen = epath ? strlen(epath) : 0;
+	while (plen && epath[plen - 1] == '/')
+		epath[--plen] = '\0';
+
+	if (path_style < 0) {
+		/* auto: virtual-hosted only on AWS itself (the default endpoint
+		 * is), and only for names that make a valid TLS host name */
+		path_style = !host_is_aws(host) || !bucket_dns_ok(bucket);
+	}
+	default_port = port && ((strcmp(scheme, "https") == 0 && strcmp(port, "443") == 0) ||
+				(strcmp(scheme, "http") == 0 && strcmp(port, "80") == 0));
+	if (port && default_port) {
+		curl_free(port);
+		port = NULL;
+	}
+	if (asprintf(&s->host, "%s%s%s%s%s", path_style ? "" : bucket, path_style ? "" : ".",
+		     host, port ? ":" : "", port ? port : "") < 0) {
+		s->host = NULL;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (asprintf(&s->origin, "%s://%s", scheme, s->host) < 0) {
+		s->origin = NULL;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (path_style) {
+		ebucket = sigv4_uri_encode(bucket, strlen(bucket), 1);
+		if (!ebucket || asprintf(&s->path_base, "%s/%s", epath ? epath : "", ebucket) < 0) {
+			s->path_base = NULL;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+	} else if (!(s->path_base = strdup(epath ? epath : ""))) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(epath);
+	free(ebucket);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
+			    char *err, size_t errlen)
+{
+	struct store_s3 *s = NULL;
+	const char *region, *endpoint, *ca;
+	char *default_endpoint = NULL;
+	size_t i;
+
+	if (!bucket || !*bucket) {
+		snprintf(err, errlen, "no bucket given");
+		return NULL;
+	}
+	for (i = 0; bucket[i]; i++)
+		if (bucket[i] == '/' || (unsigned char)bucket[i] <= 0x20 || (unsigned char)bucket[i] >= 0x7f) {
+			snprintf(err, errlen, "bucket name \"%s\" is not valid", bucket);
+			return NULL;
+		}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->base.ops = &s3_ops;
+	s->time = cfg->time ? cfg->time : timesrc_system();
+	s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
+	s->max_retries = cfg->max_retries == 0 ? DEFAULT_RETRIES :
+			 cfg->max_retries < 0 ? 0 : cfg->max_retries;
+	if (getrandom(&s->jitter_state, sizeof(s->jitter_state), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(s->jitter_state))
+		s->jitter_state = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s;
+
+	region = cfg->region && *cfg->region ? cfg->region : env_nonempty("AWS_REGION");
+	if (!region)
+		region = env_nonempty("AWS_DEFAULT_REGION");
+	if (!region)
+		region = "us-east-1";
+	if (!header_safe(region) || strchr(region, '/') || !(s->region = strdup(region))) {
+		snprintf(err, errlen, "bad region \"%s\"", region);
+		goto fail;
+	}
+	endpoint = cfg->endpoint && *cfg->endpoint ? cfg->endpoint : env_nonempty("AWS_ENDPOINT_URL_S3");
+	if (!endpoint)
+		endpoint = env_nonempty("AWS_ENDPOINT_URL");
+	if (!endpoint) {
+		if (asprintf(&default_endpoint, "https://s3.%s.amazonaws.com", region) < 0) {
+			default_endpoint = NULL;
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		endpoint = default_endpoint;
+	}
+	if (set_address(s, endpoint, cfg->path_style, bucket, err, errlen) < 0)
+		goto fail;
+	ca = env_nonempty("AWS_CA_BUNDLE");
+	if (ca && !(s->ca_bundle = strdup(ca))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (aws_credentials_load(cfg->profile, &s->cred, err, errlen) < 0)
+		goto fail;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, errlen, "libcurl initialisation failed");
+		goto fail;
+	}
+	s->curl = curl_easy_init();
+	if (!s->curl) {
+		curl_global_cleanup();
+		snprintf(err, errlen, "libcurl initialisation failed");
+		goto fail;
+	}
+	free(default_endpoint);
+	return &s->base;
+fail:
+	free(default_endpoint);
+	s3_close(&s->base);
+	return NULL;
+}
