@@ -1095,8 +1095,9 @@ static int list_name_cmp(const void *a, const void *b)
 	return strcmp(((const struct list_name *)a)->name, ((const struct list_name *)b)->name);
 }
 
-/* Reads and sorts dir_fd's entries (not consumed). at_root skips the reserved area. */
-static enum store_code list_read_dir(int dir_fd, int at_root, struct list_name **out,
+/* Reads and sorts dir_fd's entries (not consumed); path is its key prefix,
+ * for messages. The root ("") skips the reserved area. */
+static enum store_code list_read_dir(int dir_fd, const char *path, struct list_name **out,
 				     size_t *nout, struct store_result *res)
 {
 	struct list_name *names = NULL;
@@ -1108,7 +1109,7 @@ static enum store_code list_read_dir(int dir_fd, int at_root, struct list_name *
 
 	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || !(dir = fdopendir(fd))) {
-		code = fail_io(res, "list directory", "", errno);
+		code = fail_io(res, "list directory", path, errno);
 		if (fd >= 0)
 			close(fd);
 		goto out;
@@ -1121,12 +1122,12 @@ static enum store_code list_read_dir(int dir_fd, int at_root, struct list_name *
 		de = readdir(dir);
 		if (!de) {
 			if (errno)
-				code = fail_io(res, "list directory", "", errno);
+				code = fail_io(res, "list directory", path, errno);
 			break;
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (at_root && strcmp(de->d_name, FS_RESERVED) == 0)
+		if (!*path && strcmp(de->d_name, FS_RESERVED) == 0)
 			continue;
 		if (de->d_type == DT_DIR) {
 			is_dir = 1;
@@ -1256,7 +1257,7 @@ static enum store_code list_walk_dir(struct list_walk *w, int data_fd, int meta_
 	size_t n = 0, i;
 	enum store_code code;
 
-	code = list_read_dir(data_fd, path_len == 0, &names, &n, w->res);
+	code = list_read_dir(data_fd, path, &names, &n, w->res);
 	if (code)
 		return code;
 	for (i = 0; i < n && !w->done; i++) {
