@@ -272,8 +272,10 @@ static int report(enum lock_code rc, const char *err)
 	case LOCK_OK:
 		return 0;
 	case LOCK_HELD:
-	case LOCK_LOST:
 		fprintf(stderr, "fencectl: %s\n", err[0] ? err : lock_strerror(rc));
+		return EXIT_HELD;
+	case LOCK_LOST:
+		fprintf(stderr, "fencectl: lock lost: %s\n", err[0] ? err : "no longer the holder");
 		return EXIT_HELD;
 	default:
 		fprintf(stderr, "fencectl: %s%s%s\n", lock_strerror(rc), err[0] ? ": " : "", err);
