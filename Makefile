@@ -53,6 +53,9 @@ FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/build/fuzz/%)
 
 PROGRAMS   := $(O)/bin/fencectl $(if $(wildcard proxy/main.c),$(O)/bin/fencegate)
 
+# keep sanitizer objects between runs (they are prerequisites of pattern rules)
+.SECONDARY:
+
 .PHONY: all deps deps-test deps-bench run test unit integration bench fuzz lint \
 	install uninstall clean help
 all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(O)/lib/libfencelock.pc
@@ -139,9 +142,10 @@ bench: all deps-bench
 	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/bench/run.sh
 
 fuzz: $(FUZZ_BIN)
-	$(Q)for f in $(FUZZ_BIN); do echo "== $$f"; \
+	$(Q)for f in $(FUZZ_BIN); do n=$$(basename $$f); echo "== $$n"; \
+		mkdir -p $(O)/build/fuzz/corpus-$$n; \
 		$$f -max_total_time=$${FUZZ_SECONDS:-20} -rss_limit_mb=1024 \
-			tests/fuzz/corpus/$$(basename $$f) || exit 1; done
+			$(O)/build/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; done
 
 lint: deps
 	$(Q)clang-tidy --quiet $(LOCK_SRC) lock/fencectl.c $(CORE_SRC) -- $(CPPFLAGS_ALL)

@@ -61,6 +61,7 @@ struct store_result {
 	int64_t last_modified;             /* Unix seconds; 0 unknown */
 	int64_t server_date;               /* Unix seconds, the server's Date; 0 unknown */
 	int64_t content_length;            /* -1 unknown */
+	char content_type[128];            /* get/head: Content-Type, "" unknown */
 	char *body;                        /* get: object bytes, NUL-terminated; owned */
 	size_t body_len;
 	struct store_meta meta[STORE_META_MAX]; /* get/head: user metadata; owned */
