@@ -794,6 +794,11 @@ static enum store_code fs_get_or_head(struct store *st, const char *key, int wan
 		obj.body = NULL;
 	}
 	if (obj.json) {
+		const cJSON *ctype = cJSON_GetObjectItemCaseSensitive(obj.json, "contentType");
+
+		/* no sidecar (a file dropped in by hand): "" = unknown */
+		if (cJSON_IsString(ctype) && strlen(ctype->valuestring) < sizeof(res->content_type))
+			snprintf(res->content_type, sizeof(res->content_type), "%s", ctype->valuestring);
 		code = result_take_meta(obj.json, key, res);
 		if (code)
 			goto out;

@@ -289,6 +289,9 @@ static int collect_headers(struct store_s3 *s, struct store_result *res)
 	else if (v)
 		res->etag[0] = '\0'; /* too long to keep: refused below for 2xx */
 	res->last_modified = http_date(response_header(s->curl, "Last-Modified"));
+	v = response_header(s->curl, "Content-Type");
+	if (v && strlen(v) < sizeof(res->content_type))
+		strcpy(res->content_type, v); /* too long to keep: left "" (unknown) */
 	res->server_date = http_date(response_header(s->curl, "Date"));
 	if (curl_easy_getinfo(s->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen) == CURLE_OK)
 		res->content_length = clen;

@@ -271,8 +271,10 @@ static void test_metadata_round_trip(void **state)
 	assert_string_equal(store_result_meta(&f->res, "fencing-lock"), "invoices");
 	assert_string_equal(store_result_meta(&f->res, "note"), "ünïcode \"quoted\" \\ value");
 	assert_null(store_result_meta(&f->res, "Fencing-Epoch"));
+	assert_string_equal(f->res.content_type, "application/json");
 	assert_int_equal(store_head(f->st, "bucket/obj.json", &f->res), STORE_OK);
 	assert_string_equal(store_result_meta(&f->res, "fencing-epoch"), "7");
+	assert_string_equal(f->res.content_type, "application/json");
 	/* content type is kept in the sidecar */
 	path_in(f, ".fencegate/meta/bucket/obj.json", path, sizeof(path));
 	fp = fopen(path, "r");
@@ -285,6 +287,7 @@ static void test_metadata_round_trip(void **state)
 	assert_int_equal(put_str(f, "bucket/obj.json", "[]", STORE_COND_NONE, NULL), STORE_OK);
 	assert_int_equal(store_get(f->st, "bucket/obj.json", &f->res), STORE_OK);
 	assert_int_equal(f->res.nmeta, 0);
+	assert_string_equal(f->res.content_type, "application/octet-stream"); /* the default */
 	/* header-breaking values are refused */
 	assert_int_equal(store_put(f->st, "bucket/bad", "x", 1, &bad_opts, &f->res), STORE_ERR_INVALID);
 	assert_int_equal(store_head(f->st, "bucket/bad", &f->res), STORE_NOT_FOUND);
@@ -657,6 +660,7 @@ static void test_file_without_sidecar(void **state)
 	assert_string_equal(f->res.etag, want);
 	assert_int_equal(f->res.last_modified, 1234567);
 	assert_int_equal(f->res.nmeta, 0);
+	assert_string_equal(f->res.content_type, ""); /* no sidecar: unknown */
 	assert_int_equal(store_list(f->st, "bucket/", NULL, NULL, 10, &page, &f->res), STORE_OK);
 	assert_int_equal(page.n, 1);
 	assert_string_equal(page.entries[0].etag, want);

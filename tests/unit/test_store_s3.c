@@ -290,6 +290,7 @@ static void test_get_retries_5xx_then_ok(void **state)
 		  .headers = "ETag: \"5d41402abc4b2a76b9719d911017c592\"\r\n"
 			     "Last-Modified: Tue, 20 Aug 2024 10:11:12 GMT\r\n"
 			     "Date: Tue, 20 Aug 2024 10:11:15 GMT\r\n"
+			     "Content-Type: application/json; charset=utf-8\r\n"
 			     "x-amz-meta-Fencing-Epoch: 7\r\n"
 			     "X-Amz-Meta-Holder: w1\r\n" },
 	};
@@ -312,6 +313,7 @@ static void test_get_retries_5xx_then_ok(void **state)
 	assert_string_equal(res.etag, "\"5d41402abc4b2a76b9719d911017c592\"");
 	assert_int_equal(res.last_modified, 1724148672);
 	assert_int_equal(res.server_date, 1724148675);
+	assert_string_equal(res.content_type, "application/json; charset=utf-8");
 	assert_int_equal(res.nmeta, 2);
 	assert_string_equal(store_result_meta(&res, "fencing-epoch"), "7");
 	assert_string_equal(store_result_meta(&res, "holder"), "w1");
@@ -799,6 +801,7 @@ static void test_moto_conditional_writes(void **state)
 	assert_string_equal(res.etag, etag2);
 	assert_int_equal(res.content_length, (int64_t)strlen(v2));
 	assert_null(res.body);
+	assert_string_equal(res.content_type, "application/octet-stream"); /* the default sent */
 	assert_null(store_result_meta(&res, "fencing-epoch")); /* the rewrite set none */
 
 	/* an unconditional overwrite */
