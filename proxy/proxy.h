@@ -1,0 +1,272 @@
+/* proxy.h — the request lifecycle and its hook points.
+ *
+ * One struct proxy per daemon ties the front end (front.h) to the upstream
+ * (upstream.h). Each client request becomes a struct proxy_req that owns its
+ * head, its buffered body, its upstream transfer and its outcome. Handlers
+ * (fencing, the lock API, an embedded S3 server) plug in at two points:
+ *
+ *   request head complete ──> handler chain (proxy_handler.on_request)
+ *        │ PROXY_PASS      next handler; after the last one: forward
+ *        │ PROXY_FORWARD   forward now (after editing headers)
+ *        │ PROXY_HANDLED   replied (proxy_req_reply*), or consumes the
+ *        │                 body (proxy_req_consume) and replies later
+ *        │ PROXY_SUSPEND   decide later: proxy_req_resume(req, action)
+ *        v
+ *   upstream response head ──> proxy_req_on_response() hook
+ *        │ PROXY_RESP_RELAY     relay it (headers may be edited first)
+ *        │ PROXY_RESP_REPLACED  the hook replied locally instead
+ *        │ PROXY_RESP_RESEND    send the request again (edited first)
+ *        │ PROXY_RESP_SUSPEND   drop it; decide later with proxy_req_resume
+ *        v
+ *   request over ──> done hooks (proxy_on_done, proxy_req_on_done)
+ *
+ * Threading: everything here runs on the event loop thread; an asynchronous
+ * handler (e.g. a job on jobs.h) calls proxy_req_resume from the loop
+ * (jobs' done callback), never from a worker.
+ *
+ * Lifetime rules (the only ones a handler needs):
+ *   - A req is valid during every callback that receives it.
+ *   - After PROXY_SUSPEND / PROXY_RESP_SUSPEND it stays valid, even if the
+ *     client disconnects, until the handler calls proxy_req_resume exactly
+ *     once (proxy_req_client_gone() says whether anyone still listens).
+ *   - After proxy_req_consume, the body callback's end call with ok=1
+ *     obliges the handler to reply exactly once; the req stays valid until
+ *     it does. An end call with ok=0 (client gone, bad body) is the last
+ *     call: the req is freed when it returns; cancel pending work there.
+ *   - After a reply completes, or on any other path, the req is freed by
+ *     the proxy; handlers keep no pointer to it beyond the rules above. */
+#ifndef FENCE_PROXY_H
+#define FENCE_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "front.h"
+#include "upstream.h"
+
+struct proxy;
+struct proxy_req;
+
+enum proxy_mode {
+	PROXY_MODE_S3 = 0,  /* S3 API: re-sign for upstream, XML error bodies */
+	PROXY_MODE_HTTP,    /* any HTTP API: forward auth as is, JSON errors */
+};
+
+struct proxy_config {
+	enum proxy_mode mode;
+	const char *upstream_url;   /* "http://127.0.0.1:9000[/base]"; NULL:
+				     * nothing to forward to (501) */
+	const char *region;         /* S3 mode signing region */
+	const char *access_key;     /* S3 mode upstream credentials */
+	const char *secret_key;
+	const char *session_token;  /* NULL when none */
+	size_t replay_max;          /* request bodies up to this size are kept
+				     * so the request can be re-sent (64 KiB) */
+	size_t body_window;         /* request body buffered ahead of the
+				     * upstream before the client is paused (64 KiB) */
+	struct front_limits limits;
+	struct upstream_config upstream;
+};
+
+/* Defaults for everything; mode S3, no upstream, region "us-east-1". */
+void proxy_config_default(struct proxy_config *cfg);
+
+/* ---- the daemon ------------------------------------------------------- */
+
+/* Creates the proxy on base (strings in cfg are copied). Listeners are
+ * added with proxy_listen. Returns NULL with a message in err. */
+struct proxy *proxy_new(struct event_base *base, const struct proxy_config *cfg,
+			char *err, size_t errlen);
+
+/* Listens on "ADDR:PORT". Returns 0 or -1 with a message in err. */
+int proxy_listen(struct proxy *p, const char *addr, char *err, size_t errlen);
+
+/* Graceful stop: no new connections, requests in flight finish (bounded by
+ * timeout_ms), then done(arg) runs on the loop. */
+void proxy_drain(struct proxy *p, long timeout_ms, void (*done)(void *arg), void *arg);
+
+/* Aborts whatever is left and frees. Accepts NULL. */
+void proxy_free(struct proxy *p);
+
+enum proxy_mode proxy_mode(const struct proxy *p);
+
+/* Requests in flight (head received, not yet done). */
+size_t proxy_inflight(const struct proxy *p);
+
+/* ---- request handlers ------------------------------------------------- */
+
+enum proxy_action {
+	PROXY_PASS = 0,   /* not mine: ask the next handler */
+	PROXY_FORWARD,    /* forward to upstream now */
+	PROXY_HANDLED,    /* replied, or proxy_req_consume'd (reply later) */
+	PROXY_SUSPEND,    /* decision pending: proxy_req_resume() later */
+};
+
+struct proxy_handler {
+	const char *name;  /* for logs: "health", "fence" */
+	/* Called once per request, in registration order, when the head is
+	 * complete and before any body byte is read (so no "100 Continue" has
+	 * been sent yet). May read and edit the request (proxy_req_*). */
+	enum proxy_action (*on_request)(struct proxy_req *req, void *arg);
+	void *arg;
+};
+
+/* Appends a handler to the chain (the struct is copied). Returns 0 or -1. */
+int proxy_add_handler(struct proxy *p, const struct proxy_handler *h);
+
+/* Ends a PROXY_SUSPEND (or PROXY_RESP_SUSPEND): action is PROXY_FORWARD
+ * (after a response suspend: re-send, see proxy_req_can_resend),
+ * PROXY_HANDLED (a reply was made or proxy_req_consume called) or
+ * PROXY_PASS (continue the chain after this handler; not after a response
+ * suspend). Call exactly once, from the loop. If the client has gone, the
+ * req is freed and nothing else happens. */
+void proxy_req_resume(struct proxy_req *req, enum proxy_action action);
+
+/* 1 when the client disconnected; replies are then dropped. */
+int proxy_req_client_gone(const struct proxy_req *req);
+
+/* ---- reading and editing the request ---------------------------------- */
+
+/* "req-00000001": unique in this process, for logs and RequestId. */
+const char *proxy_req_id(const struct proxy_req *req);
+const char *proxy_req_method(const struct proxy_req *req);
+/* Percent-encoded path as sent ("/bucket/key"); query without '?' or NULL. */
+const char *proxy_req_path(const struct proxy_req *req);
+const char *proxy_req_query(const struct proxy_req *req);
+const char *proxy_req_peer(const struct proxy_req *req);
+/* First value of a request header (case-insensitive name), or NULL. */
+const char *proxy_req_header(const struct proxy_req *req, const char *name);
+/* Every request header as received, including hop-by-hop ones (those are
+ * never forwarded). Edits go through the functions below. */
+const struct front_hdrs *proxy_req_headers(const struct proxy_req *req);
+/* Content-Length, or -1 when the body is chunked or absent. */
+int64_t proxy_req_content_length(const struct proxy_req *req);
+/* 1 if the request has a body (chunked or Content-Length > 0). */
+int proxy_req_has_body(const struct proxy_req *req);
+
+/* Replaces (value != NULL) or removes (value == NULL) a request header in
+ * what will be forwarded. Host, hop-by-hop headers and, in S3 mode, the
+ * signing headers are set by the proxy and cannot be changed. Returns 0 or
+ * -1 (ENOMEM). */
+int proxy_req_set_header(struct proxy_req *req, const char *name, const char *value);
+/* Adds one more header line. Returns 0 or -1. */
+int proxy_req_add_header(struct proxy_req *req, const char *name, const char *value);
+
+/* Per-request state for a handler: freed with free_fn (may be NULL) when
+ * the req is freed or the ctx replaced. */
+void proxy_req_set_ctx(struct proxy_req *req, void *ctx, void (*free_fn)(void *));
+void *proxy_req_ctx(const struct proxy_req *req);
+
+/* ---- replying locally ------------------------------------------------- */
+
+/* A whole response. hdrs (may be NULL) must not hold Content-Length,
+ * Transfer-Encoding or Connection; content_type may be NULL. The request
+ * body, if not read, is skipped (or the connection closed if it is too
+ * big). Returns 0, or -1 if a response was already started. */
+int proxy_req_reply(struct proxy_req *req, int status, const struct front_hdrs *hdrs,
+		    const char *content_type, const void *body, size_t len);
+
+/* An error response in the mode's format: S3 XML
+ * (<Error><Code>code</Code><Message>...</Message>...) or JSON
+ * ({"error":code,"message":...}). extra_hdrs may be NULL. */
+int proxy_req_reply_error(struct proxy_req *req, int status, const char *code,
+			  const char *message, const struct front_hdrs *extra_hdrs);
+
+/* Streaming reply: start, any number of writes/files, end. content_length
+ * -1 streams chunked. Back-pressure: when proxy_req_reply_pending() is
+ * high, wait for the drain callback before writing more. */
+int proxy_req_reply_start(struct proxy_req *req, int status, const struct front_hdrs *hdrs,
+			  int64_t content_length);
+int proxy_req_reply_write(struct proxy_req *req, const void *data, size_t len);
+/* Sends len bytes of fd from offset (sendfile); takes ownership of fd. */
+int proxy_req_reply_file(struct proxy_req *req, int fd, int64_t offset, int64_t len);
+/* Ends the response; the req is freed afterwards (do not touch it). */
+void proxy_req_reply_end(struct proxy_req *req);
+size_t proxy_req_reply_pending(const struct proxy_req *req);
+/* One call to fn once queued output drained below half the window. */
+void proxy_req_on_drain(struct proxy_req *req, void (*fn)(struct proxy_req *req, void *arg),
+			void *arg);
+
+/* ---- consuming the body locally (lock API, embedded S3 server) -------- */
+
+/* Body bytes: return 0 to go on, 1 to pause reading until
+ * proxy_req_consume_resume, -1 to fail (the proxy answers 500 unless the
+ * handler already replied). end(ok=1): the body is complete, reply now or
+ * later. end(ok=0): client gone or bad body; last call. */
+typedef int (*proxy_body_fn)(struct proxy_req *req, const char *data, size_t len, void *arg);
+typedef void (*proxy_body_end_fn)(struct proxy_req *req, int ok, void *arg);
+
+/* Reads the body into the handler's callbacks (sends "100 Continue" if the
+ * client asked). Call from on_request (then return PROXY_HANDLED) or
+ * before proxy_req_resume(req, PROXY_HANDLED). Returns 0 or -1. */
+int proxy_req_consume(struct proxy_req *req, proxy_body_fn on_body,
+		      proxy_body_end_fn on_end, void *arg);
+void proxy_req_consume_resume(struct proxy_req *req);
+
+/* ---- the upstream response -------------------------------------------- */
+
+enum proxy_resp_action {
+	PROXY_RESP_RELAY = 0,   /* relay (with any header edits) */
+	PROXY_RESP_REPLACED,    /* the hook called proxy_req_reply* */
+	PROXY_RESP_RESEND,      /* forward again; only if proxy_req_can_resend */
+	PROXY_RESP_SUSPEND,     /* drop this response; proxy_req_resume later */
+};
+
+/* Called with the upstream's final response head, before anything is sent
+ * to the client. The upstream body of a response that is not relayed is
+ * dropped (the transfer is cancelled). One hook per request; set it from
+ * on_request or before resuming. */
+typedef enum proxy_resp_action (*proxy_response_fn)(struct proxy_req *req, void *arg);
+void proxy_req_on_response(struct proxy_req *req, proxy_response_fn fn, void *arg);
+
+/* The upstream response status / headers (valid in the response hook and
+ * while relaying). Edits change what is relayed. */
+int proxy_req_resp_status(const struct proxy_req *req);
+const char *proxy_req_resp_header(const struct proxy_req *req, const char *name);
+int proxy_req_resp_set_header(struct proxy_req *req, const char *name, const char *value);
+
+/* 1 if the request can be sent again: it had no body, or its whole body
+ * (up to replay_max bytes, Content-Length or chunked) is still held.
+ * Bodies larger than replay_max are streamed and cannot be re-sent. */
+int proxy_req_can_resend(const struct proxy_req *req);
+
+/* Upstream attempts so far (1 after the first forward). */
+int proxy_req_attempts(const struct proxy_req *req);
+
+/* ---- completion ------------------------------------------------------- */
+
+enum proxy_outcome {
+	PROXY_OUT_UPSTREAM = 0,   /* upstream response relayed completely */
+	PROXY_OUT_LOCAL,          /* answered locally (a handler or an error) */
+	PROXY_OUT_UPSTREAM_ERROR, /* upstream failed: 502/504, or cut mid-body */
+	PROXY_OUT_CLIENT_GONE,    /* client left or timed out first */
+};
+
+struct proxy_summary {
+	const char *id;
+	const char *method;
+	const char *path;
+	const char *peer;
+	int status;              /* sent to the client; 0 if none */
+	int upstream_status;     /* last upstream status; 0 if none */
+	uint64_t bytes_in;       /* request body bytes read */
+	uint64_t bytes_out;      /* response body bytes queued */
+	int64_t duration_us;
+	int attempts;
+	enum proxy_outcome outcome;
+};
+
+typedef void (*proxy_done_fn)(const struct proxy_summary *s, void *arg);
+
+/* Every request, once, when it is over (access log, metrics). Returns 0/-1. */
+int proxy_on_done(struct proxy *p, proxy_done_fn fn, void *arg);
+
+/* This request, once, when it is over (before the global hooks). */
+void proxy_req_on_done(struct proxy_req *req, proxy_done_fn fn, void *arg);
+
+/* The built-in handler: GET/HEAD /_fence/health -> 200 {"status":"ok"}. */
+enum proxy_action proxy_health_handler(struct proxy_req *req, void *arg);
+
+#endif

@@ -1,0 +1,703 @@
+#!/usr/bin/env python3
+"""End-to-end tests of fencegate's HTTP front end and forwarding.
+
+Starts bin/fencegate (from FENCE_BIN, default ./bin) on free 127.0.0.1 ports,
+with a real moto_server as the S3 upstream for the forwarding tests and
+small scripted upstreams for failures. Bad input goes over raw sockets.
+Every process is stopped by its PID. Prints 'N passed, N failed'."""
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402
+
+
+class Gate:
+    """A fencegate process on a free loopback port."""
+
+    def __init__(self, *args, env=None):
+        self.port = harness.free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.errlog = open(os.devnull, "wb") if not os.environ.get("FENCE_DEBUG") else None
+        e = dict(os.environ, **harness.CREDS)
+        e.update(env or {})
+        self.proc = subprocess.Popen(
+            [os.path.join(harness.BIN, "fencegate"), "--listen", "127.0.0.1:%d" % self.port]
+            + list(args), stderr=self.errlog, env=e)
+        harness.wait_port(self.port, self.proc)
+
+    def rss_peak_kb(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        return -1
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def close(self):
+        rc = harness.stop(self.proc)
+        if self.errlog:
+            self.errlog.close()
+        return rc
+
+
+# ---- raw HTTP helpers ------------------------------------------------------
+
+def connect(port, timeout=5.0):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.settimeout(timeout)
+    return s
+
+
+def read_all(s, deadline=5.0):
+    """Reads until the peer closes or deadline seconds pass."""
+    out = b""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def closed_by_peer(s, wait=3.0):
+    """True if the peer closes the connection within wait seconds."""
+    s.settimeout(wait)
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return True
+    except socket.timeout:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+class Reader:
+    """Parses HTTP/1.1 responses off a socket, one at a time."""
+
+    def __init__(self, sock):
+        self.s = sock
+        self.buf = b""
+
+    def _fill(self):
+        chunk = self.s.recv(65536)
+        if not chunk:
+            raise EOFError("connection closed")
+        self.buf += chunk
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n:]
+        return data
+
+    def head(self):
+        status_line = self._line().decode()
+        parts = status_line.split(" ", 2)
+        status = int(parts[1])
+        headers = {}
+        while True:
+            line = self._line()
+            if not line:
+                break
+            k, v = line.decode().split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+        return status, headers
+
+    def response(self, head_request=False):
+        status, headers = self.head()
+        while 100 <= status < 200:
+            status, headers = self.head()
+        body = b""
+        if head_request or status in (204, 304):
+            return status, headers, body
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            while True:
+                size = int(self._line().split(b";")[0], 16)
+                if size == 0:
+                    while self._line():
+                        pass
+                    break
+                body += self._take(size)
+                self._take(2)
+        elif "content-length" in headers:
+            body = self._take(int(headers["content-length"]))
+        else:
+            try:
+                while True:
+                    self._fill()
+            except EOFError:
+                pass
+            body, self.buf = self.buf, b""
+        return status, headers, body
+
+
+def request(port, raw, head_request=False):
+    """Sends raw bytes, returns (status, headers, body, closed_after)."""
+    s = connect(port)
+    try:
+        s.sendall(raw)
+        r = Reader(s)
+        status, headers, body = r.response(head_request)
+        closed = headers.get("connection", "").lower() == "close" and closed_by_peer(s)
+        return status, headers, body, closed
+    finally:
+        s.close()
+
+
+def expect_reject(port, raw, status):
+    """raw must be answered with status and the connection closed."""
+    got, headers, body, closed = request(port, raw)
+    assert got == status, "expected %d, got %d (%r)" % (status, got, body[:200])
+    assert closed, "connection not closed after %d" % status
+    return body
+
+
+def health_ok(port):
+    st, _, body, _ = request(port, b"GET /_fence/health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert st == 200 and b"ok" in body, (st, body)
+
+
+# ---- scripted upstreams ------------------------------------------------------
+
+class ScriptedUpstream:
+    """A loopback TCP server that runs handler(conn) per connection."""
+
+    def __init__(self, handler):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.handler = handler
+        self.stopping = False
+        self.conns = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        self.sock.settimeout(0.2)
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            conn.settimeout(10)
+            self.handler(conn)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(2)
+        self.sock.close()
+
+
+def read_request_head(conn):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+# ---- tests: front end without upstream ---------------------------------------
+
+def test_health_and_no_upstream(g):
+    health_ok(g.port)
+    st, hd, body, _ = request(g.port, b"HEAD /_fence/health HTTP/1.1\r\nHost: x\r\n\r\n",
+                              head_request=True)
+    assert st == 200 and body == b"" and hd["content-length"] == "16", (st, hd)
+    st, hd, body, _ = request(g.port, b"GET /bucket/key HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert st == 501 and b"<Code>NotImplemented</Code>" in body, (st, body)
+    st, _, body, _ = request(g.port, b"GET /_fence/nothing HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert st == 404, st
+
+
+def test_smuggling_refused(g):
+    cases = [
+        ("cl+te", b"POST /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("te+cl", b"POST /b/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                  b"Content-Length: 4\r\n\r\n0\r\n\r\n"),
+        ("duplicate cl", b"POST /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                         b"Content-Length: 3\r\n\r\nabc"),
+        ("conflicting cl", b"POST /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                           b"Content-Length: 5\r\n\r\nabcde"),
+        ("cl list", b"POST /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 3, 3\r\n\r\nabc"),
+        ("negative cl", b"POST /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"),
+        ("te not final chunked", b"POST /b/k HTTP/1.1\r\nHost: x\r\n"
+                                 b"Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n"),
+        ("te identity", b"POST /b/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n"),
+        ("te twice", b"POST /b/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("te in http/1.0", b"POST /b/k HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("obs-fold", b"GET /b/k HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n  continued\r\n\r\n"),
+        ("fold after request line", b"GET /b/k HTTP/1.1\r\n Host: x\r\n\r\n"),
+        ("space before colon", b"GET /b/k HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\n\r\nabc"),
+        ("space in name", b"GET /b/k HTTP/1.1\r\nHost: x\r\nX Bad: 1\r\n\r\n"),
+        ("tab in target", b"GET /b/\tk HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("nul in value", b"GET /b/k HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n"),
+        ("bare cr", b"GET /b/k HTTP/1.1\r\nHost: x\rX-A: 1\r\n\r\n"),
+        ("no host", b"GET /b/k HTTP/1.1\r\n\r\n"),
+        ("two hosts", b"GET /b/k HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+        ("garbage", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n"),
+        ("bad method", b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("bad version", b"GET / HTTP/x.1\r\nHost: x\r\n\r\n"),
+    ]
+    for name, raw in cases:
+        try:
+            expect_reject(g.port, raw, 400)
+        except AssertionError as e:
+            raise AssertionError("%s: %s" % (name, e))
+    expect_reject(g.port, b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505)
+    expect_reject(g.port, b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 405)
+    expect_reject(g.port, b"PUT /b/k HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\n"
+                          b"Content-Length: 1\r\n\r\nx", 417)
+    health_ok(g.port)
+
+
+def test_limits(g):
+    many = b"".join(b"X-H%d: v\r\n" % i for i in range(150))
+    expect_reject(g.port, b"GET / HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n", 431)
+    big = b"X-Big: " + b"a" * 20000 + b"\r\n"
+    expect_reject(g.port, b"GET / HTTP/1.1\r\nHost: x\r\n" + big + b"\r\n", 431)
+    expect_reject(g.port, b"GET /" + b"u" * 10000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414)
+    # just under the limits is fine
+    ok = b"".join(b"X-H%d: v\r\n" % i for i in range(90))
+    st, _, _, _ = request(g.port, b"GET /_fence/health HTTP/1.1\r\nHost: x\r\n" + ok + b"\r\n")
+    assert st == 200, st
+    health_ok(g.port)
+
+
+def test_slowloris(g):
+    """Headers trickling in slower than --header-timeout (1s) -> 408, close."""
+    s = connect(g.port)
+    t0 = time.monotonic()
+    got = b""
+    try:
+        for b in b"GET /_fence/health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"z" * 100:
+            try:
+                s.sendall(bytes([b]))
+            except OSError:
+                break
+            time.sleep(0.1)
+            if time.monotonic() - t0 > 5:
+                break
+        got = read_all(s, 3)
+    finally:
+        s.close()
+    elapsed = time.monotonic() - t0
+    assert got.startswith(b"HTTP/1.1 408"), got[:100]
+    assert elapsed < 5, "took %.1fs" % elapsed
+    health_ok(g.port)
+
+
+def test_pipelined_in_order(g):
+    s = connect(g.port)
+    try:
+        s.sendall(b"GET /_fence/health HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /a/b HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"HEAD /_fence/health HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /_fence/nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /_fence/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        r = Reader(s)
+        got = [r.response()[0], r.response()[0], r.response(head_request=True)[0],
+               r.response()[0], r.response()[0]]
+        assert got == [200, 501, 200, 404, 200], got
+        assert closed_by_peer(s)
+    finally:
+        s.close()
+
+
+def test_keepalive_and_discard(g):
+    """A rejected request with a small body keeps the connection usable."""
+    s = connect(g.port)
+    try:
+        r = Reader(s)
+        s.sendall(b"PUT /a/b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        st, hd, _ = r.response()
+        assert st == 501 and hd.get("connection") != "close", (st, hd)
+        s.sendall(b"GET /_fence/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        st, _, _ = r.response()
+        assert st == 200, st
+    finally:
+        s.close()
+
+
+def test_expect_rejected_early(g):
+    """No '100 Continue' for a request that is answered without its body."""
+    s = connect(g.port)
+    try:
+        s.sendall(b"PUT /a/b HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        data = read_all(s, 3)
+        assert data.startswith(b"HTTP/1.1 501"), data[:80]
+        assert b"100 Continue" not in data, data[:200]
+    finally:
+        s.close()
+
+
+def test_bad_flags():
+    fg = os.path.join(harness.BIN, "fencegate")
+    r = harness.run([fg, "--bogus"])
+    assert r.returncode == 2 and "unknown option" in r.stderr, (r.returncode, r.stderr)
+    r = harness.run([fg, "--mode", "ftp"])
+    assert r.returncode == 2 and "--mode" in r.stderr, r.stderr
+    r = harness.run([fg, "--header-timeout", "soon"])
+    assert r.returncode == 2, r.returncode
+    r = harness.run([fg, "--listen", "nowhere"])
+    assert r.returncode == 1 and "listen" in r.stderr, (r.returncode, r.stderr)
+    r = harness.run([fg, "--help"])
+    assert r.returncode == 0 and "--upstream URL" in r.stdout
+    r = harness.run([fg, "--version"])
+    assert r.returncode == 0 and r.stdout.startswith("fencegate ")
+
+
+# ---- tests: forwarding to moto ------------------------------------------------
+
+def s3client(url):
+    import boto3
+    from botocore.config import Config
+    return boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                        aws_access_key_id="test", aws_secret_access_key="test",
+                        config=Config(s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}))
+
+
+def test_s3_operations(g, moto):
+    from botocore.exceptions import ClientError
+    s3 = s3client(g.url)
+    direct = moto.client()
+    s3.create_bucket(Bucket="fg-ops")
+    s3.put_object(Bucket="fg-ops", Key="dir/a.txt", Body=b"hello world",
+                  Metadata={"fencing-token": "7"}, ContentType="text/plain")
+    # it reached storage
+    assert direct.get_object(Bucket="fg-ops", Key="dir/a.txt")["Body"].read() == b"hello world"
+    got = s3.get_object(Bucket="fg-ops", Key="dir/a.txt")
+    assert got["Body"].read() == b"hello world"
+    etag = got["ETag"]
+    head = s3.head_object(Bucket="fg-ops", Key="dir/a.txt")
+    assert head["ContentLength"] == 11 and head["ETag"] == etag
+    assert head["Metadata"] == {"fencing-token": "7"}, head["Metadata"]
+    assert head["ContentType"] == "text/plain"
+    rng = s3.get_object(Bucket="fg-ops", Key="dir/a.txt", Range="bytes=6-10")
+    assert rng["Body"].read() == b"world"
+    assert rng["ContentRange"] == "bytes 6-10/11", rng["ContentRange"]
+    assert rng["ResponseMetadata"]["HTTPStatusCode"] == 206
+    try:
+        s3.get_object(Bucket="fg-ops", Key="dir/a.txt", IfNoneMatch=etag)
+        raise AssertionError("expected 304")
+    except ClientError as e:
+        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 304
+    s3.put_object(Bucket="fg-ops", Key="dir/b.txt", Body=b"")
+    s3.put_object(Bucket="fg-ops", Key="other/c.txt", Body=b"c" * 1000)
+    listed = s3.list_objects_v2(Bucket="fg-ops", Prefix="dir/")
+    assert [o["Key"] for o in listed["Contents"]] == ["dir/a.txt", "dir/b.txt"]
+    page = s3.list_objects_v2(Bucket="fg-ops", MaxKeys=1)
+    assert page["IsTruncated"] and page["KeyCount"] == 1
+    page2 = s3.list_objects_v2(Bucket="fg-ops", MaxKeys=5,
+                               ContinuationToken=page["NextContinuationToken"])
+    assert len(page2["Contents"]) == 2
+    s3.copy_object(Bucket="fg-ops", Key="copy.txt",
+                   CopySource={"Bucket": "fg-ops", "Key": "dir/a.txt"})
+    assert s3.get_object(Bucket="fg-ops", Key="copy.txt")["Body"].read() == b"hello world"
+    s3.delete_object(Bucket="fg-ops", Key="copy.txt")
+    try:
+        s3.head_object(Bucket="fg-ops", Key="copy.txt")
+        raise AssertionError("expected 404")
+    except ClientError as e:
+        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    # a key that needs encoding
+    s3.put_object(Bucket="fg-ops", Key="sp ace+plus=eq%/é.txt", Body=b"enc")
+    assert s3.get_object(Bucket="fg-ops", Key="sp ace+plus=eq%/é.txt")["Body"].read() == b"enc"
+    # multi-object delete (POST with a body, Content-MD5)
+    res = s3.delete_objects(Bucket="fg-ops", Delete={"Objects": [{"Key": "dir/b.txt"},
+                                                                 {"Key": "other/c.txt"}]})
+    assert len(res["Deleted"]) == 2, res
+
+
+def test_multipart(g, moto):
+    s3 = s3client(g.url)
+    s3.create_bucket(Bucket="fg-mpu")
+    part1 = os.urandom(5 * 1024 * 1024)
+    part2 = b"tail" * 1000
+    up = s3.create_multipart_upload(Bucket="fg-mpu", Key="big.bin",
+                                    Metadata={"fencing-token": "3"})
+    p1 = s3.upload_part(Bucket="fg-mpu", Key="big.bin", UploadId=up["UploadId"],
+                        PartNumber=1, Body=part1)
+    p2 = s3.upload_part(Bucket="fg-mpu", Key="big.bin", UploadId=up["UploadId"],
+                        PartNumber=2, Body=part2)
+    s3.complete_multipart_upload(
+        Bucket="fg-mpu", Key="big.bin", UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p1["ETag"]},
+                                   {"PartNumber": 2, "ETag": p2["ETag"]}]})
+    body = s3.get_object(Bucket="fg-mpu", Key="big.bin")["Body"].read()
+    assert hashlib.sha256(body).digest() == hashlib.sha256(part1 + part2).digest()
+    assert s3.head_object(Bucket="fg-mpu", Key="big.bin")["Metadata"] == {"fencing-token": "3"}
+    # abort path
+    up2 = s3.create_multipart_upload(Bucket="fg-mpu", Key="gone.bin")
+    s3.abort_multipart_upload(Bucket="fg-mpu", Key="gone.bin", UploadId=up2["UploadId"])
+
+
+def test_large_streaming(g, moto):
+    """A 48 MiB object streams both ways without the proxy holding it."""
+    s3 = s3client(g.url)
+    s3.create_bucket(Bucket="fg-large")
+    size = 48 * 1024 * 1024
+    blob = os.urandom(1024 * 1024) * 48
+    before = g.rss_peak_kb()
+    s3.put_object(Bucket="fg-large", Key="large.bin", Body=blob)
+    got = s3.get_object(Bucket="fg-large", Key="large.bin")["Body"].read()
+    assert len(got) == size and got == blob
+    grown_mb = (g.rss_peak_kb() - before) / 1024
+    assert grown_mb < 24, "proxy peak RSS grew by %.1f MiB for a 48 MiB object" % grown_mb
+
+
+def test_presigned_get(g, moto):
+    s3 = s3client(g.url)
+    s3.create_bucket(Bucket="fg-presign")
+    s3.put_object(Bucket="fg-presign", Key="p.txt", Body=b"presigned")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "fg-presign", "Key": "p.txt"},
+                                    ExpiresIn=60)
+    with urllib.request.urlopen(url, timeout=10) as r:
+        assert r.status == 200 and r.read() == b"presigned"
+
+
+def test_chunked_and_expect_raw(g, moto):
+    moto.client().create_bucket(Bucket="fg-raw")
+    # chunked request body, forwarded and stored
+    s = connect(g.port)
+    try:
+        s.sendall(b"PUT /fg-raw/chunked.txt HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/octet-stream\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n"
+                  b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n")
+        st, _, body = Reader(s).response()
+        assert st == 200, (st, body)
+    finally:
+        s.close()
+    got = moto.client().get_object(Bucket="fg-raw", Key="chunked.txt")["Body"].read()
+    assert got == b"hello, world", got
+    # Expect: 100-continue is answered once the request is forwarded
+    s = connect(g.port)
+    try:
+        s.sendall(b"PUT /fg-raw/expect.txt HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/octet-stream\r\n"
+                  b"Content-Length: 8\r\nExpect: 100-continue\r\n\r\n")
+        r = Reader(s)
+        st, _ = r.head()
+        assert st == 100, st
+        s.sendall(b"expected")
+        st, _, body = r.response()
+        assert st == 200, (st, body)
+    finally:
+        s.close()
+    got = moto.client().get_object(Bucket="fg-raw", Key="expect.txt")["Body"].read()
+    assert got == b"expected", got
+    # ... also for an empty body (botocore relies on it), and the
+    # connection stays usable afterwards
+    s = connect(g.port)
+    try:
+        s.sendall(b"PUT /fg-raw/empty.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        r = Reader(s)
+        st, _ = r.head()
+        assert st == 100, st
+        st, hd, _ = r.response()
+        assert st == 200 and hd.get("connection") != "close", (st, hd)
+        s.sendall(b"GET /_fence/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert r.response()[0] == 200
+    finally:
+        s.close()
+    # a bad chunk size in a forwarded body: 400, close, nothing stored
+    body = expect_reject(g.port, b"PUT /fg-raw/bad.txt HTTP/1.1\r\nHost: x\r\n"
+                                 b"Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400)
+    assert b"<Code>" in body
+    health_ok(g.port)
+
+
+# ---- tests: upstream failures ------------------------------------------------
+
+def test_upstream_down_502():
+    dead = harness.free_port()
+    g = Gate("--upstream", "http://127.0.0.1:%d" % dead, "--connect-timeout", "2s")
+    try:
+        st, _, body, _ = request(g.port, b"GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert st == 502 and b"<Code>BadGateway</Code>" in body, (st, body)
+        health_ok(g.port)
+    finally:
+        g.close()
+
+
+def test_upstream_timeout_504():
+    def silent(conn):
+        read_request_head(conn)
+        time.sleep(4)
+
+    up = ScriptedUpstream(silent)
+    g = Gate("--upstream", up.url, "--upstream-timeout", "1s")
+    try:
+        t0 = time.monotonic()
+        st, _, body, _ = request(g.port, b"GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert st == 504 and b"GatewayTimeout" in body, (st, body)
+        assert time.monotonic() - t0 < 3.5
+    finally:
+        g.close()
+        up.close()
+
+
+def test_upstream_cut_mid_body():
+    def cut(conn):
+        read_request_head(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10)
+        time.sleep(0.2)
+
+    up = ScriptedUpstream(cut)
+    g = Gate("--upstream", up.url, "--mode", "http")
+    try:
+        s = connect(g.port)
+        s.sendall(b"GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = read_all(s, 5)
+        s.close()
+        assert data.startswith(b"HTTP/1.1 200"), data[:60]
+        assert data.endswith(b"x" * 10), data[-20:]
+        health_ok(g.port)
+    finally:
+        g.close()
+        up.close()
+
+
+def test_http_mode_forwarding():
+    """HTTP mode: hop-by-hop headers dropped, Host rewritten, auth kept."""
+    seen = {}
+
+    def echo(conn):
+        head = read_request_head(conn)
+        seen["head"] = head
+        conn.sendall(b"HTTP/1.1 201 Created\r\nX-Up: 1\r\nConnection: close, X-Drop\r\n"
+                     b"X-Drop: secret\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"3\r\nabc\r\n0\r\n\r\n")
+
+    up = ScriptedUpstream(echo)
+    g = Gate("--upstream", up.url + "/base", "--mode", "http")
+    try:
+        st, hd, body, _ = request(
+            g.port, b"GET /path/x?q=1&X-Amz-Signature=keep HTTP/1.1\r\nHost: front\r\n"
+                    b"Authorization: Bearer t\r\nConnection: keep-alive, X-Hop\r\n"
+                    b"X-Hop: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nUpgrade: h2c\r\n"
+                    b"Proxy-Authorization: p\r\nX-Keep: yes\r\n\r\n")
+        assert st == 201 and body == b"abc", (st, body)
+        assert hd.get("x-up") == "1" and "x-drop" not in hd, hd
+        head = seen["head"].decode().lower()
+        assert head.startswith("get /base/path/x?q=1&x-amz-signature=keep http/1.1"), head
+        assert "host: 127.0.0.1:%d" % up.port in head
+        assert "authorization: bearer t" in head and "x-keep: yes" in head
+        for gone in ("x-hop", "keep-alive", "te:", "upgrade", "proxy-authorization"):
+            assert gone not in head, (gone, head)
+    finally:
+        g.close()
+        up.close()
+
+
+def test_drain_on_sigterm():
+    def slow(conn):
+        read_request_head(conn)
+        time.sleep(1.0)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow")
+
+    up = ScriptedUpstream(slow)
+    g = Gate("--upstream", up.url, "--mode", "http")
+    try:
+        s = connect(g.port)
+        s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.3)
+        os.kill(g.proc.pid, signal.SIGTERM)
+        st, hd, body = Reader(s).response()
+        s.close()
+        assert st == 200 and body == b"slow", (st, body)
+        assert hd.get("connection") == "close", hd
+        assert g.proc.wait(10) == 0
+    finally:
+        g.close()
+        up.close()
+
+
+def main():
+    r = harness.Runner("e2e front")
+    r.check("bad flags exit 2 with a message", test_bad_flags)
+    g = Gate("--header-timeout", "1s", "--body-timeout", "2s")
+    try:
+        r.check("health, 501 without upstream, 404 under /_fence/", test_health_and_no_upstream, g)
+        r.check("smuggling and malformed input refused with 400 and close",
+                test_smuggling_refused, g)
+        r.check("header count/size -> 431, url -> 414", test_limits, g)
+        r.check("slowloris -> 408 and close", test_slowloris, g)
+        r.check("pipelined requests answered in order", test_pipelined_in_order, g)
+        r.check("keep-alive after a small unread body", test_keepalive_and_discard, g)
+        r.check("no 100-continue for an early reply", test_expect_rejected_early, g)
+        r.check("daemon still healthy", health_ok, g.port)
+        assert g.alive()
+    finally:
+        rc = g.close()
+        r.check("SIGTERM exits 0", lambda: None if rc == 0 else (_ for _ in ()).throw(
+            AssertionError("exit status %r" % rc)))
+    moto = harness.Moto()
+    try:
+        g = Gate("--upstream", moto.url, "--header-timeout", "2s")
+        try:
+            r.check("s3 operations through the proxy", test_s3_operations, g, moto)
+            r.check("multipart upload", test_multipart, g, moto)
+            r.check("large object streams with bounded memory", test_large_streaming, g, moto)
+            r.check("presigned url re-signed", test_presigned_get, g, moto)
+            r.check("chunked body, 100-continue, bad chunk", test_chunked_and_expect_raw, g, moto)
+            r.check("daemon still healthy after forwarding", health_ok, g.port)
+        finally:
+            g.close()
+    finally:
+        moto.close()
+    r.check("upstream down -> 502", test_upstream_down_502)
+    r.check("upstream silent -> 504", test_upstream_timeout_504)
+    r.check("upstream cut mid-body -> client connection closed", test_upstream_cut_mid_body)
+    r.check("http mode forwarding rules", test_http_mode_forwarding)
+    r.check("SIGTERM drains a request in flight", test_drain_on_sigterm)
+    return r.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
