@@ -1,8 +1,10 @@
 /* main.c — the fencegate daemon: command line, signals, event loop.
  *
- * Parses flags (DESIGN.md "Command line"), builds the proxy, listens, and
- * runs until SIGTERM/SIGINT, then drains requests in flight (bounded) and
- * exits 0. Argument checking and printing only: requests are proxy.c's. */
+ * Parses flags (DESIGN.md "Command line"), builds the proxy and its
+ * handlers (lock API, fencing, and without --upstream the embedded S3 store),
+ * listens, and runs until SIGTERM/SIGINT, then drains requests in flight
+ * (bounded) and exits 0. Argument checking, wiring and printing only:
+ * requests are proxy.c's and the handlers'. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -16,8 +18,14 @@
 #include <cjson/cJSON.h>
 
 #include "awscreds.h"
+#include "fencing.h"
+#include "jobs.h"
+#include "lockapi.h"
+#include "lockreg.h"
 #include "log.h"
+#include "metrics.h"
 #include "proxy.h"
+#include "s3local.h"
 
 #define MAX_LISTEN 16
 
@@ -31,6 +39,10 @@ struct options {
 	int test_config;
 	enum proxy_mode mode;
 	long drain_ms;
+	const char *check_bucket;
+	const char *access_log;
+	long refresh_ms;
+	long workers;
 	struct proxy_config cfg;
 };
 
@@ -52,6 +64,14 @@ static void usage(FILE *out)
 "  -c, --config FILE      run a JSON configuration file\n"
 "  -t, --test             check the configuration (-c FILE) and exit\n"
 "  --log-level LEVEL      debug, info (default), warn, error or off\n"
+"  --access-log FILE      one JSON line per request to FILE (\"-\": stderr, the\n"
+"                         default; \"off\": none)\n"
+"  --check-bucket BUCKET  S3 mode: run the backend self-test (conditional writes\n"
+"                         honoured?) in BUCKET at start; /_fence/health is 200\n"
+"                         only once it passed (each lock's bucket is also\n"
+"                         checked before its first use)\n"
+"  --lock-refresh D       re-list recently used locks this often (1s)\n"
+"  --workers N            threads for store and lock calls (4)\n"
 "\n"
 "limits and timeouts (DURATION: 250ms, 10s, 2m; a bare number is seconds):\n"
 "  --header-timeout D     whole request head must arrive within D (10s) -> 408\n"
@@ -109,7 +129,7 @@ enum {
 	OPT_VERSION, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_BODY_TIMEOUT,
 	OPT_SEND_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_UPSTREAM_TIMEOUT, OPT_TOTAL_TIMEOUT,
 	OPT_DRAIN_TIMEOUT, OPT_MAX_HEADER_BYTES, OPT_MAX_HEADERS, OPT_MAX_URL_BYTES,
-	OPT_REPLAY_BYTES,
+	OPT_REPLAY_BYTES, OPT_CHECK_BUCKET, OPT_ACCESS_LOG, OPT_LOCK_REFRESH, OPT_WORKERS,
 };
 
 static const struct option long_options[] = {
@@ -135,6 +155,10 @@ static const struct option long_options[] = {
 	{ "max-headers", required_argument, NULL, OPT_MAX_HEADERS },
 	{ "max-url-bytes", required_argument, NULL, OPT_MAX_URL_BYTES },
 	{ "replay-bytes", required_argument, NULL, OPT_REPLAY_BYTES },
+	{ "check-bucket", required_argument, NULL, OPT_CHECK_BUCKET },
+	{ "access-log", required_argument, NULL, OPT_ACCESS_LOG },
+	{ "lock-refresh", required_argument, NULL, OPT_LOCK_REFRESH },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -243,6 +267,24 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return bad_value(name, optarg);
 			o->cfg.replay_max = (size_t)v;
 			break;
+		case OPT_CHECK_BUCKET:
+			if (!lockreg_bucket_valid(optarg))
+				return bad_value(name, optarg);
+			o->check_bucket = optarg;
+			break;
+		case OPT_ACCESS_LOG:
+			o->access_log = optarg;
+			break;
+		case OPT_LOCK_REFRESH:
+			if ((v = parse_duration_ms(optarg)) <= 0)
+				return bad_value(name, optarg);
+			o->refresh_ms = v;
+			break;
+		case OPT_WORKERS:
+			if ((v = parse_count(optarg, 1, 64)) < 0)
+				return bad_value(name, optarg);
+			o->workers = v;
+			break;
 		case ':':
 			fprintf(stderr, "fencegate: option \"%s\" needs a value (see --help)\n",
 				argv[optind - 1]);
@@ -308,6 +350,13 @@ out:
 struct runtime {
 	struct event_base *base;
 	struct proxy *proxy;
+	struct jobs *jobs;
+	struct fencegate_metrics metrics;
+	struct lockreg *locks;
+	struct fencing *fencing;
+	struct lockapi *api;
+	struct s3local *s3local;
+	FILE *access_log;
 	long drain_ms;
 	int stopping;
 };
@@ -339,16 +388,132 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	proxy_drain(rt->proxy, rt->drain_ms, drained, rt);
 }
 
+/* Builds the jobs pool, the lock registry, the lock API, the fencing
+ * handler and (without an upstream) the embedded store, and registers the
+ * handlers in that order. Returns 0 or -1 with a message in err. */
+static int build_handlers(struct runtime *rt, const struct options *o, char *err, size_t errlen)
+{
+	int workers = o->workers > 0 ? (int)o->workers : 4;
+	struct lockreg_config lc;
+	struct fencing_config fc;
+	struct lockapi_config ac;
+	struct proxy_handler h;
+	char data_abs[4096], url[4200];
+
+	rt->jobs = jobs_new(rt->base, workers);
+	if (!rt->jobs) {
+		snprintf(err, errlen, "cannot start %d worker threads", workers);
+		return -1;
+	}
+	if (fencegate_metrics_init(&rt->metrics) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (!o->upstream) {
+		rt->s3local = s3local_new(rt->base, rt->jobs, o->data_dir, 0, err, errlen);
+		if (!rt->s3local)
+			return -1;
+		if (!realpath(o->data_dir, data_abs)) {
+			snprintf(err, errlen, "cannot resolve \"%s\": %s", o->data_dir, strerror(errno));
+			return -1;
+		}
+	}
+	memset(&lc, 0, sizeof(lc));
+	lc.base = rt->base;
+	lc.jobs = rt->jobs;
+	lc.s3_endpoint = o->upstream;
+	lc.data_dir = o->upstream ? NULL : data_abs;
+	lc.region = o->cfg.region;
+	lc.refresh_ms = o->refresh_ms;
+	lc.self_test = o->upstream != NULL;
+	rt->locks = lockreg_new(&lc, err, errlen);
+	if (!rt->locks)
+		return -1;
+	memset(&fc, 0, sizeof(fc));
+	fc.locks = rt->locks;
+	fc.jobs = rt->jobs;
+	fc.nthreads = workers;
+	fc.metrics = &rt->metrics;
+	fc.s3_endpoint = o->upstream;
+	fc.region = o->cfg.region;
+	fc.access_log = rt->access_log;
+	rt->fencing = fencing_new(&fc, err, errlen);
+	if (!rt->fencing)
+		return -1;
+	memset(&ac, 0, sizeof(ac));
+	ac.base = rt->base;
+	ac.proxy = rt->proxy;
+	ac.jobs = rt->jobs;
+	ac.locks = rt->locks;
+	ac.fencing = rt->fencing;
+	ac.metrics = &rt->metrics;
+	if (o->upstream && o->check_bucket) {
+		snprintf(url, sizeof(url), "s3://%s", o->check_bucket);
+		ac.self_test.url = url;
+		ac.self_test.endpoint = o->upstream;
+		ac.self_test.region = o->cfg.region;
+		ac.self_test.path_style = 1;
+	} else if (!o->upstream) {
+		snprintf(url, sizeof(url), "file://%s", data_abs);
+		ac.self_test.url = url;
+	}
+	rt->api = lockapi_new(&ac, err, errlen);
+	if (!rt->api)
+		return -1;
+
+	h = (struct proxy_handler){ "lockapi", lockapi_on_request, rt->api };
+	if (proxy_add_handler(rt->proxy, &h) < 0)
+		goto nomem;
+	h = (struct proxy_handler){ "fencing", fencing_on_request, rt->fencing };
+	if (o->mode == PROXY_MODE_S3 && proxy_add_handler(rt->proxy, &h) < 0)
+		goto nomem;
+	if (o->mode == PROXY_MODE_HTTP)
+		log_warn("--mode http: fencing of HTTP APIs is not wired yet; requests are "
+			 "forwarded unfenced");
+	if (rt->s3local) {
+		h = (struct proxy_handler){ "s3local", s3local_handler, rt->s3local };
+		if (proxy_add_handler(rt->proxy, &h) < 0)
+			goto nomem;
+	}
+	if (lockapi_start_self_test(rt->api) < 0)
+		goto nomem;
+	if (o->upstream && !o->check_bucket)
+		log_warn("no --check-bucket: the backend self-test runs per bucket before its "
+			 "lock's first use; /_fence/health does not wait for it");
+	return 0;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* Frees in the order the handlers need: workers first (their done()
+ * callbacks still answer live requests), then the proxy, then the rest. */
+static void teardown(struct runtime *rt)
+{
+	jobs_free(rt->jobs);
+	rt->jobs = NULL;
+	proxy_free(rt->proxy);
+	rt->proxy = NULL;
+	s3local_free(rt->s3local);
+	lockapi_free(rt->api);
+	fencing_free(rt->fencing);
+	lockreg_free(rt->locks);
+	fencegate_metrics_free(&rt->metrics);
+	if (rt->access_log && rt->access_log != stderr)
+		fclose(rt->access_log);
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
 	struct aws_credentials cred = {0};
-	struct runtime rt = {0};
+	struct runtime rt;
 	struct event *sigs[3] = {0};
 	const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
 	char err[512];
 	int rc;
 
+	memset(&rt, 0, sizeof(rt));
 	memset(&o, 0, sizeof(o));
 	proxy_config_default(&o.cfg);
 	o.mode = PROXY_MODE_S3;
@@ -373,6 +538,7 @@ int main(int argc, char **argv)
 		o.listen[o.nlisten++] = "127.0.0.1:8080";
 	o.cfg.mode = o.mode;
 	o.cfg.upstream_url = o.upstream;
+	o.cfg.no_health_handler = 1; /* the lock API answers /_fence/health */
 	if (o.upstream && o.mode == PROXY_MODE_S3) {
 		const char *region = getenv("AWS_REGION");
 
@@ -388,6 +554,17 @@ int main(int argc, char **argv)
 		o.cfg.secret_key = cred.secret_key;
 		o.cfg.session_token = cred.session_token;
 	}
+	if (!o.access_log || strcmp(o.access_log, "-") == 0) {
+		rt.access_log = stderr;
+	} else if (strcmp(o.access_log, "off") != 0) {
+		rt.access_log = fopen(o.access_log, "a");
+		if (!rt.access_log) {
+			fprintf(stderr, "fencegate: cannot open access log \"%s\": %s\n",
+				o.access_log, strerror(errno));
+			aws_credentials_clear(&cred);
+			return 1;
+		}
+	}
 
 	signal(SIGPIPE, SIG_IGN);
 	evthread_use_pthreads();
@@ -400,15 +577,16 @@ int main(int argc, char **argv)
 	rt.drain_ms = o.drain_ms;
 	rt.proxy = proxy_new(rt.base, &o.cfg, err, sizeof(err));
 	aws_credentials_clear(&cred);
-	if (!rt.proxy) {
+	if (!rt.proxy || build_handlers(&rt, &o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fencegate: %s\n", err);
+		teardown(&rt);
 		event_base_free(rt.base);
 		return 1;
 	}
 	for (size_t i = 0; i < o.nlisten; i++) {
 		if (proxy_listen(rt.proxy, o.listen[i], err, sizeof(err)) < 0) {
 			fprintf(stderr, "fencegate: %s\n", err);
-			proxy_free(rt.proxy);
+			teardown(&rt);
 			event_base_free(rt.base);
 			return 1;
 		}
@@ -418,8 +596,7 @@ int main(int argc, char **argv)
 		log_info("forwarding to \"%s\" in \"%s\" mode", o.upstream,
 			 o.mode == PROXY_MODE_S3 ? "s3" : "http");
 	else
-		log_warn("no --upstream: the embedded store over \"%s\" is not wired yet; "
-			 "serving /_fence/health, 501 for everything else", o.data_dir);
+		log_info("serving the embedded store over \"%s\"", o.data_dir);
 	if (o.lock_store)
 		log_warn("--lock-store \"%s\" is not wired yet", o.lock_store);
 	for (size_t i = 0; i < 3; i++) {
@@ -431,7 +608,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < 3; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
-	proxy_free(rt.proxy);
+	teardown(&rt);
 	event_base_free(rt.base);
 	log_info("stopped");
 	return 0;

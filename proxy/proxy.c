@@ -73,6 +73,7 @@ struct proxy_req {
 	char id[32];
 	enum req_phase phase;
 	int refs;
+	int suspend_held;            /* a reference held from SUSPEND to resume */
 	int finished;
 	int client_gone;
 	size_t next_handler;
@@ -97,6 +98,8 @@ struct proxy_req {
 	/* hooks */
 	proxy_response_fn on_response;
 	void *on_response_arg;
+	proxy_resp_body_fn on_resp_body;
+	void *on_resp_body_arg;
 	proxy_done_fn on_done;
 	void *on_done_arg;
 	proxy_body_fn consume_body;
@@ -707,6 +710,8 @@ static int up_on_head(void *arg, int status, struct front_hdrs *hdrs)
 	case PROXY_RESP_SUSPEND:
 		drop_xfer(req);
 		req->phase = PH_RESP_SUSPENDED;
+		req_hold(req); /* kept until proxy_req_resume, even after a reply */
+		req->suspend_held = 1;
 		break;
 	}
 out:
@@ -727,6 +732,8 @@ static int up_on_body(void *arg, const char *data, size_t len)
 	if (front_conn_send_body(req->conn, data, len) < 0)
 		return -1;
 	req->bytes_out += len;
+	if (req->on_resp_body)
+		req->on_resp_body(req, data, len, req->on_resp_body_arg);
 	return 0;
 }
 
@@ -792,6 +799,8 @@ static int apply_action(struct proxy_req *req, enum proxy_action act, const char
 		return 0;
 	case PROXY_SUSPEND:
 		req->phase = PH_SUSPENDED;
+		req_hold(req); /* kept until proxy_req_resume, even after a reply */
+		req->suspend_held = 1;
 		return 0;
 	}
 	return 0;
@@ -822,11 +831,16 @@ void proxy_req_resume(struct proxy_req *req, enum proxy_action action)
 {
 	int after_response = req->phase == PH_RESP_SUSPENDED;
 
-	if (req->phase != PH_SUSPENDED && !after_response) {
+	if (!req->suspend_held) {
 		log_error("request \"%s\" resumed while not suspended", req->id);
 		return;
 	}
-	req_hold(req);
+	req->suspend_held = 0;
+	if (req->finished) {
+		/* the handler replied while suspended: only the reference goes */
+		req_put(req);
+		return;
+	}
 	if (req->client_gone) {
 		req_finish(req, PROXY_OUT_CLIENT_GONE);
 	} else if (action == PROXY_PASS) {
@@ -840,7 +854,7 @@ void proxy_req_resume(struct proxy_req *req, enum proxy_action action)
 	} else if (apply_action(req, action, "resume")) {
 		run_chain(req);
 	}
-	req_put(req);
+	req_put(req); /* the suspend's reference */
 }
 
 /* ---- front end callbacks ---------------------------------------------- */
@@ -1059,6 +1073,12 @@ void proxy_req_on_response(struct proxy_req *req, proxy_response_fn fn, void *ar
 	req->on_response_arg = arg;
 }
 
+void proxy_req_on_resp_body(struct proxy_req *req, proxy_resp_body_fn fn, void *arg)
+{
+	req->on_resp_body = fn;
+	req->on_resp_body_arg = arg;
+}
+
 int proxy_req_resp_status(const struct proxy_req *req)
 {
 	return req->upstream_status;
@@ -1222,7 +1242,7 @@ struct proxy *proxy_new(struct event_base *base, const struct proxy_config *cfg,
 	ops.error_body = front_error_body;
 	ops.arg = p;
 	p->front = front_server_new(base, &cfg->limits, &ops, err, errlen);
-	if (!p->front || proxy_add_handler(p, &health) < 0)
+	if (!p->front || (!cfg->no_health_handler && proxy_add_handler(p, &health) < 0))
 		goto fail;
 	return p;
 fail:

@@ -68,6 +68,9 @@ struct proxy_config {
 				     * upstream before the client is paused (64 KiB) */
 	struct front_limits limits;
 	struct upstream_config upstream;
+	int no_health_handler;      /* 1: do not register the built-in
+				     * /_fence/health handler (another one
+				     * answers it) */
 };
 
 /* Defaults for everything; mode S3, no upstream, region "us-east-1". */
@@ -226,6 +229,15 @@ void proxy_req_on_response(struct proxy_req *req, proxy_response_fn fn, void *ar
 int proxy_req_resp_status(const struct proxy_req *req);
 const char *proxy_req_resp_header(const struct proxy_req *req, const char *name);
 int proxy_req_resp_set_header(struct proxy_req *req, const char *name, const char *value);
+
+/* A read-only tap on the upstream response body: fn sees every chunk as
+ * it is relayed to the client (after the response hook chose RELAY). For
+ * small answers a handler must read (e.g. CreateMultipartUpload's
+ * UploadId); it must not keep data beyond the call. */
+#define PROXY_HAVE_RESP_BODY_TAP 1
+typedef void (*proxy_resp_body_fn)(struct proxy_req *req, const char *data, size_t len,
+				   void *arg);
+void proxy_req_on_resp_body(struct proxy_req *req, proxy_resp_body_fn fn, void *arg);
 
 /* 1 if the request can be sent again: it had no body, or its whole body
  * (up to replay_max bytes, Content-Length or chunked) is still held.

@@ -1,0 +1,65 @@
+/* fencing.h — the fencing handler on the request path (DESIGN.md "Fencing
+ * on the proxy", "S3 mode").
+ *
+ * For every S3 request it classifies the operation, and for a write under
+ * /{bucket}/{key} (lock {bucket} with no config) takes the fencing
+ * decision (fence.h) against the lock's high-water mark (lockreg.h):
+ * rejections are answered here and never reach upstream. An allowed write is
+ * stamped with x-amz-meta-fencing-epoch / -lock and, in S3 mode with an
+ * upstream, made conditional on the object's current version (the
+ * object-level compare-and-swap, with an ETag cache). Writes to lock files
+ * are checked (lockkey.h) and performed by the proxy itself on the lock's
+ * store. Multipart uploads are tracked by upload id. In embedded mode the
+ * handler only decides and stamps; s3local does the object CAS (s3local.h,
+ * FENCING CONTRACT).
+ *
+ * It does not parse configuration, authenticate clients, or serve /_fence/
+ * (lockapi.h does). */
+#ifndef FENCE_FENCING_H
+#define FENCE_FENCING_H
+
+#include <stdio.h>
+
+#include "jobs.h"
+#include "lockreg.h"
+#include "metrics.h"
+#include "proxy.h"
+
+struct fencing;
+
+struct fencing_config {
+	struct lockreg *locks;
+	struct jobs *jobs;
+	int nthreads;                   /* the pool's worker count (per-thread HEAD stores) */
+	struct fencegate_metrics *metrics; /* may be NULL */
+	const char *s3_endpoint;        /* upstream S3 URL: object CAS with HEADs on
+					 * it; NULL: embedded mode (s3local's CAS) */
+	const char *region;
+	size_t objcache_capacity;       /* 0: 100000 */
+	size_t multipart_capacity;      /* uploads remembered; 0: 10000 */
+	int max_cas_retries;            /* re-sends after a lost race; 0: 3 */
+	FILE *access_log;               /* one JSON line per request; NULL: none */
+};
+
+/* Returns NULL with a message in err. Strings are copied; locks, jobs and
+ * metrics must outlive it. */
+struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t errlen);
+
+/* Call after jobs_free() (no HEAD job may still run). Accepts NULL. */
+void fencing_free(struct fencing *f);
+
+/* proxy_handler.on_request; arg is the struct fencing. PASSes /_fence/. */
+enum proxy_action fencing_on_request(struct proxy_req *req, void *arg);
+
+/* Upstream requests (forwards, re-sends and HEADs) issued so far. */
+unsigned long fencing_upstream_requests(const struct fencing *f);
+
+/* Mirrors the ETag cache counters into the metrics (before a render). */
+void fencing_update_metrics(struct fencing *f);
+
+/* Writes one access-log line for a request answered outside the fencing
+ * path (the lock API). lock may be NULL. */
+void fencing_log_request(struct fencing *f, const struct proxy_summary *s, const char *lock,
+			 const char *verdict);
+
+#endif

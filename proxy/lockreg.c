@@ -1,0 +1,627 @@
+/* lockreg.c — the registry of fenced locks: high-water marks, their first
+ * load, periodic refresh and lookups of newer epochs, with every store call
+ * serialized per lock on the jobs pool.
+ *
+ * The decision about a request is not made here (fence.c is), and entries
+ * are never evicted: the count is bounded instead. */
+#include "lockreg.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LOCKREG_HASH_SIZE 4096
+#define LOCKREG_PROBE_PREFIX "fencegate-selftest/probe-"
+
+struct lockreg_waiter {
+	lockreg_loaded_fn cb;
+	void *arg;
+	struct lockreg_waiter *next;
+};
+
+struct lockreg_op {
+	lockreg_run_fn run;
+	lockreg_done_fn done;
+	void *arg;
+	struct lockreg_entry *e;
+	struct lockreg_op *next;
+};
+
+struct lockreg {
+	struct event_base *base;
+	struct jobs *jobs;
+	char *s3_endpoint;
+	char *data_dir;
+	char *region;
+	size_t max_locks;
+	long refresh_ms;
+	long active_ms;
+	bool self_test;
+	struct lockreg_entry *table[LOCKREG_HASH_SIZE]; /* chained by hnext */
+	struct lockreg_entry *first, *last;
+	size_t count;
+	struct event *refresh_ev;
+};
+
+int64_t lockreg_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t lockreg_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- pure helpers ---------------------------------------------------- */
+
+int lockreg_bucket_valid(const char *name)
+{
+	size_t len, dots = 0;
+	int all_digits_dots = 1;
+
+	if (!name)
+		return 0;
+	len = strlen(name);
+	if (len < 3 || len > LOCKREG_BUCKET_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+			return 0;
+		if (c == '.') {
+			dots++;
+			if (i > 0 && name[i - 1] == '.')
+				return 0;
+		} else if (!(c >= '0' && c <= '9')) {
+			all_digits_dots = 0;
+		}
+	}
+	if (name[0] == '.' || name[0] == '-' || name[len - 1] == '.' || name[len - 1] == '-')
+		return 0;
+	if (all_digits_dots && dots == 3)
+		return 0; /* looks like an IPv4 address */
+	return 1;
+}
+
+int lockreg_default_prefix(const char *name, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "locks/%s/lock-", name);
+
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+int lockreg_raise(struct lockreg_entry *e, uint64_t epoch)
+{
+	if (epoch <= e->high_water)
+		return 0;
+	e->high_water = epoch;
+	return 1;
+}
+
+int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
+		 int64_t lease_end_ms, const char *holder, int64_t ttl_ms)
+{
+	int raised = lockreg_raise(e, epoch);
+
+	if (epoch >= e->state_epoch) {
+		e->state_epoch = epoch;
+		e->state = state;
+		e->lease_end_ms = lease_end_ms;
+		e->ttl_ms = ttl_ms;
+		snprintf(e->holder, sizeof(e->holder), "%s", holder ? holder : "");
+	}
+	if (state == LOCK_STATE_RELEASED && epoch > e->released_epoch)
+		e->released_epoch = epoch;
+	return raised;
+}
+
+int lockreg_epoch_released(const struct lockreg_entry *e, uint64_t epoch)
+{
+	return epoch != 0 && e->released_epoch == epoch;
+}
+
+int lockreg_epoch_lapsed(const struct lockreg_entry *e, uint64_t epoch, int64_t now_ms)
+{
+	if (epoch == 0 || e->state_epoch != epoch)
+		return 0;
+	if (e->state == LOCK_STATE_LAPSED)
+		return 1;
+	return e->state == LOCK_STATE_HELD && e->lease_end_ms > 0 && now_ms >= e->lease_end_ms;
+}
+
+void lockreg_note_info(struct lockreg_entry *e, const struct lock_info *info)
+{
+	int64_t lease_end = 0;
+
+	if (info->epoch == 0)
+		return;
+	if (info->state == LOCK_STATE_HELD || info->state == LOCK_STATE_UNREADABLE)
+		lease_end = lockreg_wall_ms() + info->remaining_ms;
+	lockreg_note(e, info->epoch, info->state, lease_end, info->payload.leader_id,
+		     info->payload.validity_ms);
+}
+
+void lockreg_touch(struct lockreg_entry *e)
+{
+	e->last_used_ms = lockreg_mono_ms();
+}
+
+/* ---- the registry ---------------------------------------------------- */
+
+static unsigned name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h % LOCKREG_HASH_SIZE;
+}
+
+static void refresh_cb(evutil_socket_t fd, short what, void *arg);
+
+static char *dup_opt(const char *s, int *fail)
+{
+	char *d;
+
+	if (!s)
+		return NULL;
+	d = strdup(s);
+	if (!d)
+		*fail = 1;
+	return d;
+}
+
+struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t errlen)
+{
+	struct lockreg *r = calloc(1, sizeof(*r));
+	int fail = 0;
+
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->base = cfg->base;
+	r->jobs = cfg->jobs;
+	r->s3_endpoint = dup_opt(cfg->s3_endpoint, &fail);
+	r->data_dir = dup_opt(cfg->data_dir, &fail);
+	r->region = dup_opt(cfg->region, &fail);
+	r->max_locks = cfg->max_locks ? cfg->max_locks : LOCKREG_DEFAULT_MAX_LOCKS;
+	r->refresh_ms = cfg->refresh_ms ? cfg->refresh_ms : 1000;
+	r->active_ms = cfg->active_ms ? cfg->active_ms : 30000;
+	r->self_test = cfg->self_test;
+	if (fail)
+		goto nomem;
+	if (!r->s3_endpoint && !r->data_dir && r->jobs) {
+		snprintf(err, errlen, "lockreg: neither an S3 endpoint nor a data directory");
+		lockreg_free(r);
+		return NULL;
+	}
+	if (r->base && r->jobs && r->refresh_ms > 0) {
+		struct timeval tv = { r->refresh_ms / 1000, (r->refresh_ms % 1000) * 1000 };
+
+		r->refresh_ev = event_new(r->base, -1, EV_PERSIST, refresh_cb, r);
+		if (!r->refresh_ev || event_add(r->refresh_ev, &tv) < 0)
+			goto nomem;
+	}
+	return r;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	lockreg_free(r);
+	return NULL;
+}
+
+void lockreg_free(struct lockreg *r)
+{
+	struct lockreg_entry *e, *next;
+
+	if (!r)
+		return;
+	if (r->refresh_ev)
+		event_free(r->refresh_ev);
+	for (e = r->first; e; e = next) {
+		next = e->next;
+		while (e->waiters) {
+			struct lockreg_waiter *w = e->waiters;
+
+			e->waiters = w->next;
+			free(w);
+		}
+		while (e->ops_head) {
+			struct lockreg_op *op = e->ops_head;
+
+			e->ops_head = op->next;
+			free(op);
+		}
+		lock_close(e->lk);
+		store_close(e->st);
+		free(e);
+	}
+	free(r->s3_endpoint);
+	free(r->data_dir);
+	free(r->region);
+	free(r);
+}
+
+struct lockreg_entry *lockreg_get(struct lockreg *r, const char *name, const char *bucket,
+				  int create, const char **why)
+{
+	unsigned h;
+	struct lockreg_entry *e;
+
+	if (why)
+		*why = NULL;
+	if (!name || !lock_name_valid(name) || !bucket || !lockreg_bucket_valid(bucket)) {
+		if (why)
+			*why = "invalid";
+		return NULL;
+	}
+	h = name_hash(name);
+	for (e = r->table[h]; e; e = e->hnext)
+		if (strcmp(e->name, name) == 0)
+			return e;
+	if (!create)
+		return NULL;
+	if (r->count >= r->max_locks) {
+		if (why)
+			*why = "full";
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		if (why)
+			*why = "out of memory";
+		return NULL;
+	}
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	snprintf(e->bucket, sizeof(e->bucket), "%s", bucket);
+	lockreg_default_prefix(name, e->prefix, sizeof(e->prefix));
+	e->reg = r;
+	e->state = LOCK_STATE_FREE;
+	e->last_used_ms = lockreg_mono_ms();
+	e->hnext = r->table[h];
+	r->table[h] = e;
+	if (r->last)
+		r->last->next = e;
+	else
+		r->first = e;
+	r->last = e;
+	r->count++;
+	return e;
+}
+
+struct lockreg_entry *lockreg_first(struct lockreg *r)
+{
+	return r->first;
+}
+
+size_t lockreg_count(const struct lockreg *r)
+{
+	return r->count;
+}
+
+/* ---- serialized work ------------------------------------------------- */
+
+/* Worker side: opens the entry's store and lock on first use. */
+static void ensure_open(struct lockreg_entry *e, struct lockreg_io *io, char *err, size_t errlen)
+{
+	struct lockreg *r = e->reg;
+	struct store_config sc;
+	struct lock_options lo;
+	char url[1200];
+
+	io->st = NULL;
+	io->lk = NULL;
+	io->err = NULL;
+	if (!e->st) {
+		memset(&sc, 0, sizeof(sc));
+		if (r->s3_endpoint) {
+			snprintf(url, sizeof(url), "s3://%s", e->bucket);
+			sc.endpoint = r->s3_endpoint;
+			sc.region = r->region;
+			sc.path_style = 1;
+		} else {
+			snprintf(url, sizeof(url), "file://%s/%s", r->data_dir, e->bucket);
+		}
+		sc.url = url;
+		sc.timeout_ms = 10000;
+		e->st = store_open(&sc, err, errlen);
+		if (!e->st) {
+			io->err = err;
+			return;
+		}
+	}
+	if (!e->lk) {
+		memset(&lo, 0, sizeof(lo));
+		lo.prefix = e->prefix;
+		e->lk = lock_open(e->st, e->name, &lo, err, errlen);
+		if (!e->lk) {
+			io->err = err;
+			return;
+		}
+	}
+	io->st = e->st;
+	io->lk = e->lk;
+}
+
+static void op_run(void *arg)
+{
+	struct lockreg_op *op = arg;
+	struct lockreg_io io;
+	char err[256];
+
+	err[0] = '\0';
+	ensure_open(op->e, &io, err, sizeof(err));
+	op->run(op->e, &io, op->arg);
+}
+
+static void op_start(struct lockreg_entry *e);
+
+static void op_done(void *arg)
+{
+	struct lockreg_op *op = arg;
+	struct lockreg_entry *e = op->e;
+
+	e->busy = false;
+	if (op->done)
+		op->done(e, op->arg);
+	free(op);
+	op_start(e);
+}
+
+static void op_start(struct lockreg_entry *e)
+{
+	struct lockreg_op *op;
+
+	while (!e->busy && e->ops_head) {
+		op = e->ops_head;
+		e->ops_head = op->next;
+		if (!e->ops_head)
+			e->ops_tail = NULL;
+		op->next = NULL;
+		e->busy = true;
+		if (jobs_submit(e->reg->jobs, op_run, op_done, op) < 0) {
+			/* the pool refuses (shutting down): run done() with an
+			 * error the run() never set; callers treat it as failed */
+			struct lockreg_io io = { NULL, NULL, "the worker pool is shutting down" };
+
+			e->busy = false;
+			op->run(e, &io, op->arg);
+			if (op->done)
+				op->done(e, op->arg);
+			free(op);
+		}
+	}
+}
+
+int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn run,
+		   lockreg_done_fn done, void *arg)
+{
+	struct lockreg_op *op;
+
+	if (!r->jobs)
+		return -1;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -1;
+	op->run = run;
+	op->done = done;
+	op->arg = arg;
+	op->e = e;
+	if (e->ops_tail)
+		e->ops_tail->next = op;
+	else
+		e->ops_head = op;
+	e->ops_tail = op;
+	op_start(e);
+	return 0;
+}
+
+/* ---- loading --------------------------------------------------------- */
+
+struct load_job {
+	struct lock_info info;
+	enum lock_code code;
+	int refresh;        /* a periodic refresh, not a first load */
+	char err[256];
+};
+
+static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
+{
+	struct load_job *j = arg;
+
+	if (!io->lk) {
+		j->code = LOCK_ERR_STORE;
+		snprintf(j->err, sizeof(j->err), "%s", io->err ? io->err : "no store");
+		return;
+	}
+	if (e->reg->self_test && !e->tested) {
+		j->code = lock_check_store(io->st, LOCKREG_PROBE_PREFIX, j->err, sizeof(j->err));
+		if (j->code != LOCK_OK)
+			return;
+		e->tested = true; /* worker-side flag: only jobs of e touch it */
+	}
+	j->code = lock_status(io->lk, &j->info, j->err, sizeof(j->err));
+}
+
+static void load_done(struct lockreg_entry *e, void *arg)
+{
+	struct load_job *j = arg;
+	struct lockreg_waiter *w;
+	int ok = j->code == LOCK_OK;
+
+	if (!j->refresh)
+		e->loading = false;
+	else
+		e->refreshing = false;
+	if (ok) {
+		lockreg_note_info(e, &j->info);
+		e->loaded = true;
+		e->load_failed = false;
+		e->last_refresh_ms = lockreg_mono_ms();
+	} else if (!j->refresh || !e->loaded) {
+		e->load_failed = true;
+		snprintf(e->load_err, sizeof(e->load_err), "%s", j->err);
+	}
+	if (!j->refresh) {
+		w = e->waiters;
+		e->waiters = NULL;
+		while (w) {
+			struct lockreg_waiter *next = w->next;
+
+			w->cb(e, ok, w->arg);
+			free(w);
+			w = next;
+		}
+	}
+	free(j);
+}
+
+static int start_load(struct lockreg *r, struct lockreg_entry *e)
+{
+	struct load_job *j;
+
+	if (e->loading)
+		return 0;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -1;
+	e->loading = true;
+	if (lockreg_submit(r, e, load_run, load_done, j) < 0) {
+		e->loading = false;
+		free(j);
+		return -1;
+	}
+	return 0;
+}
+
+int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_loaded_fn cb,
+			void *arg)
+{
+	struct lockreg_waiter *w;
+
+	lockreg_touch(e);
+	if (e->loaded && !e->strict)
+		return 1;
+	if (!r->jobs)
+		return e->loaded ? 1 : -1;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -1;
+	w->cb = cb;
+	w->arg = arg;
+	w->next = e->waiters;
+	e->waiters = w;
+	if (start_load(r, e) < 0) {
+		e->waiters = w->next;
+		free(w);
+		return -1;
+	}
+	return 0;
+}
+
+static void refresh_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lockreg *r = arg;
+	int64_t now = lockreg_mono_ms();
+
+	for (struct lockreg_entry *e = r->first; e; e = e->next) {
+		struct load_job *j;
+
+		if (!e->loaded || e->loading || e->refreshing || e->busy ||
+		    now - e->last_used_ms > r->active_ms ||
+		    now - e->last_refresh_ms < r->refresh_ms / 2)
+			continue;
+		j = calloc(1, sizeof(*j));
+		if (!j)
+			return;
+		j->refresh = 1;
+		e->refreshing = true;
+		if (lockreg_submit(r, e, load_run, load_done, j) < 0) {
+			e->refreshing = false;
+			free(j);
+		}
+	}
+}
+
+/* ---- lookups of one epoch -------------------------------------------- */
+
+struct lookup_job {
+	struct lockreg_lookup res;
+	lockreg_lookup_fn cb;
+	void *arg;
+};
+
+static void lookup_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
+{
+	struct lookup_job *j = arg;
+	struct store_result res = STORE_RESULT_INIT;
+	struct lock_payload pl;
+	char key[1100];
+	enum store_code sc;
+
+	if (!io->lk) {
+		j->res.found = -1;
+		snprintf(j->res.err, sizeof(j->res.err), "%s", io->err ? io->err : "no store");
+		return;
+	}
+	lock_epoch_key(io->lk, j->res.epoch, key, sizeof(key));
+	sc = store_get(io->st, key, &res);
+	if (sc == STORE_NOT_FOUND) {
+		j->res.found = 0;
+	} else if (sc != STORE_OK) {
+		j->res.found = -1;
+		snprintf(j->res.err, sizeof(j->res.err), "reading epoch %llu of lock \"%s\": %s",
+			 (unsigned long long)j->res.epoch, e->name, store_strerror(sc));
+	} else {
+		j->res.found = 1;
+		if (lock_payload_parse(res.body, res.body_len, &pl) < 0) {
+			j->res.state = LOCK_STATE_UNREADABLE;
+		} else if (pl.expired) {
+			j->res.state = LOCK_STATE_RELEASED;
+		} else {
+			int64_t left = lock_lease_remaining_ms(res.last_modified, pl.validity_ms,
+							       res.server_date);
+
+			j->res.state = left > 0 ? LOCK_STATE_HELD : LOCK_STATE_LAPSED;
+			if (left > 0)
+				j->res.lease_end_ms = lockreg_wall_ms() + left;
+		}
+	}
+	store_result_clear(&res);
+}
+
+static void lookup_done(struct lockreg_entry *e, void *arg)
+{
+	struct lookup_job *j = arg;
+
+	if (j->res.found == 1)
+		lockreg_note(e, j->res.epoch, j->res.state, j->res.lease_end_ms, NULL, 0);
+	j->cb(e, &j->res, j->arg);
+	free(j);
+}
+
+int lockreg_lookup_epoch(struct lockreg *r, struct lockreg_entry *e, uint64_t epoch,
+			 lockreg_lookup_fn cb, void *arg)
+{
+	struct lookup_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -1;
+	j->res.epoch = epoch;
+	j->cb = cb;
+	j->arg = arg;
+	if (lockreg_submit(r, e, lookup_run, lookup_done, j) < 0) {
+		free(j);
+		return -1;
+	}
+	return 0;
+}
