@@ -73,7 +73,8 @@ struct freq {
 	enum fence_tri lock_file_exists;
 	bool lookup_released;
 	bool lookup_lapsed;
-	bool object_checked;         /* HEAD done (or cache hit) for the CAS */
+	int cache_hit;               /* objcache lookup of step_decide: 1 hit */
+	struct objcache_entry cached;
 	bool client_inm;             /* client sent If-None-Match: * */
 	char client_if_match[STORE_ETAG_MAX];
 	char upload_id[MULTIPART_ID_MAX];
@@ -333,7 +334,6 @@ static enum proxy_action step_decide(struct freq *fr)
 	struct lockreg_entry *lk = fr->lock;
 	struct fence_input in;
 	struct fence_decision d;
-	struct objcache_entry ce;
 	uint64_t t = fr->token.status == TOKEN_OK ? fr->token.epoch : 0;
 
 	memset(&in, 0, sizeof(in));
@@ -349,9 +349,12 @@ static enum proxy_action step_decide(struct freq *fr)
 		in.epoch_released = lockreg_epoch_released(lk, t);
 		in.lease_lapsed = lockreg_epoch_lapsed(lk, t, lockreg_wall_ms());
 	}
-	if (f->objects && fr->key && kind_has_object_cas(fr->kind) &&
-	    objcache_get(f->objects, fr->bucket, fr->key, &ce))
-		in.object_epoch = ce.epoch;
+	fr->cache_hit = 0;
+	if (f->s3_endpoint && fr->key && kind_has_object_cas(fr->kind) &&
+	    objcache_get(f->objects, fr->bucket, fr->key, &fr->cached)) {
+		fr->cache_hit = 1;
+		in.object_epoch = fr->cached.epoch;
+	}
 	fence_decide(&in, &d);
 	fr->has_current = true;
 	fr->current = d.high_water;
@@ -521,20 +524,18 @@ static enum proxy_action reply_stale_object(struct freq *fr, uint64_t object_epo
  * the cache does not know it. */
 static enum proxy_action step_cas(struct freq *fr)
 {
-	struct fencing *f = fr->f;
-	struct objcache_entry ce;
-	int hit;
+	const struct objcache_entry *ce = &fr->cached;
+	int hit = fr->cache_hit; /* looked up by step_decide just before */
 
 	if (fr->client_inm)
 		return forward_if_absent(fr, false); /* create only: S3 checks it */
-	hit = objcache_get(f->objects, fr->bucket, fr->key, &ce);
 	if (fr->client_if_match[0]) {
-		if (hit && strcmp(ce.etag, fr->client_if_match) == 0)
+		if (hit && strcmp(ce->etag, fr->client_if_match) == 0)
 			return forward_if_match(fr, fr->client_if_match, false);
 		return start_head(fr, 0);
 	}
 	if (hit)
-		return forward_if_match(fr, ce.etag, true);
+		return forward_if_match(fr, ce->etag, true);
 	return start_head(fr, 0);
 }
 
@@ -985,6 +986,15 @@ enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 		 * configuration) is not guarded by the bucket's lock */
 		fr->verdict = "unfenced";
 		return PROXY_PASS;
+	}
+	if (!fr->key) {
+		/* POST /{bucket}?delete: the keys are in the body, so neither the
+		 * lock-file guard nor the per-object CAS could see them */
+		fr->verdict = "refused";
+		return reply_error(fr, 501, "NotImplemented",
+				   "multi-object delete is not fenced object by object; delete "
+				   "keys one at a time (each DELETE is compare-and-swapped)",
+				   false, 0);
 	}
 	if (!lockreg_bucket_valid(fr->bucket))
 		return reply_error(fr, 400, "InvalidBucketName", "not a valid S3 bucket name",

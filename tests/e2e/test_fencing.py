@@ -332,6 +332,18 @@ def test_two_replicas_zombie(moto):
         st, h, d = req(gb.port, "DELETE", "/%s/cached" % b, b"", {"X-Fencing-Token": str(e1)})
         expect(st == 409, "zombie delete via B: %s" % st)
         expect(moto_body(moto, b, "cached")[0] == b"leader", "zombie delete refused")
+        # same epoch on both replicas: B's cached ETag goes stale when A
+        # writes; B's conditional write loses (412), re-reads the epoch
+        # (not newer) and re-sends with the new ETag
+        st, h, d = req(gb.port, "PUT", "/%s/shared" % b, b"b1", {"X-Fencing-Token": str(e2)})
+        expect(st == 200, "B learns epoch 2 and writes: %s %s" % (st, d))
+        st, h, d = req(ga.port, "PUT", "/%s/shared" % b, b"a1", {"X-Fencing-Token": str(e2)})
+        expect(st == 200, "A writes: %s" % st)
+        st, h, d = req(gb.port, "PUT", "/%s/shared" % b, b"b2", {"X-Fencing-Token": str(e2)})
+        expect(st == 200, "B re-sends after losing the race: %s %s" % (st, d))
+        expect(moto_body(moto, b, "shared")[0] == b"b2", "B's write landed")
+        st, h, d = req(gb.port, "GET", "/_fence/metrics")
+        expect('fencegate_upstream_requests_total{kind="head"}' in d.decode(), "HEAD counted")
     finally:
         ga.close()
         gb.close()
@@ -469,6 +481,25 @@ def test_multipart(moto, gate):
                == str(e + 1), "X-Fencing-Epoch on the refusal")
     h = moto.client().head_object(Bucket=b, Key="big")
     expect(h["ContentLength"] == len(part) + 3, "the zombie's upload never landed")
+    # CopyObject: the copy carries its own epoch, so it must REPLACE metadata
+    e2 = e + 1
+    s3.copy_object(Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "big"},
+                   MetadataDirective="REPLACE", Metadata={"fencing-token": str(e2)})
+    h = moto.client().head_object(Bucket=b, Key="copy")
+    expect(h["Metadata"].get("fencing-epoch") == str(e2), "copy stamped: %s" % h["Metadata"])
+    try:
+        s3.copy_object(Bucket=b, Key="copy2", CopySource={"Bucket": b, "Key": "big"},
+                       Metadata={"fencing-token": str(e2)})
+        raise AssertionError("copy with COPY directive accepted")
+    except s3.exceptions.ClientError as err:
+        expect(err.response["Error"]["Code"] == "InvalidRequest", str(err))
+    # multi-object delete cannot be fenced key by key: refused
+    try:
+        s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "copy"}]})
+        raise AssertionError("multi-object delete accepted")
+    except s3.exceptions.ClientError as err:
+        expect(err.response["Error"]["Code"] == "NotImplemented", str(err))
+    expect(moto_body(moto, b, "copy")[0] is not None, "nothing deleted")
     # an upload this replica does not know needs the token header
     st, hh, d = req(gate.port, "PUT", "/%s/big?partNumber=1&uploadId=unknown-id" % b, b"x")
     expect(st == 428, "unknown upload without token: %s" % st)
