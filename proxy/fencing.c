@@ -87,6 +87,7 @@ struct freq {
 	uint64_t head_epoch;
 	char head_err[256];
 	/* lock-file guard */
+	bool copy_or_multipart;      /* copy source, ?uploads, ?uploadId on a lock key */
 	char *body;
 	size_t body_len;
 	bool body_too_big;
@@ -866,8 +867,7 @@ static void guard_end(struct proxy_req *req, int ok, void *arg)
 		snprintf(j->if_none_match, sizeof(j->if_none_match), "%s", v);
 	if ((v = proxy_req_header(req, "Content-Type")))
 		snprintf(j->content_type, sizeof(j->content_type), "%s", v);
-	j->copy_or_multipart = proxy_req_header(req, "x-amz-copy-source") != NULL ||
-			       fr->kind == OP_CREATE_MPU || fr->upload_id[0];
+	j->copy_or_multipart = fr->copy_or_multipart;
 	if (lockreg_submit(fr->f->locks, fr->lock, guard_run, guard_done, j) < 0) {
 		free(j);
 		reply_error(fr, 503, "SlowDown", "the worker pool is busy", false, 0);
@@ -1014,6 +1014,9 @@ enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 				   "without a config, bucket B is fenced by lock B only", false, 0);
 
 	if (fr->key && lockkey_classify(fr->key, fr->lock->prefix, NULL) != LOCKKEY_NOT_LOCK) {
+		fr->copy_or_multipart = proxy_req_header(req, "x-amz-copy-source") != NULL ||
+					fr->kind == OP_CREATE_MPU || fr->kind == OP_UPLOAD_PART ||
+					fr->kind == OP_COMPLETE_MPU || fr->kind == OP_ABORT_MPU;
 		fr->kind = OP_LOCK_FILE;
 		lockreg_touch(fr->lock);
 		if (proxy_req_consume(req, guard_body, guard_end, fr) < 0)

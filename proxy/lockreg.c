@@ -12,7 +12,7 @@
 #include <time.h>
 
 #define LOCKREG_HASH_SIZE 4096
-#define LOCKREG_PROBE_PREFIX "fencegate-selftest/probe-"
+#define LOCKREG_PROBE_PREFIX ".fencegate-selftest/probe-"
 
 struct lockreg_waiter {
 	lockreg_loaded_fn cb;

@@ -306,7 +306,8 @@ def test_two_replicas_zombie(moto):
     moto.create_bucket(b)
     # B never refreshes on its own: its C stays at 1 (a lagging replica)
     ga = Gate("--upstream", moto.url, "--access-log", "off")
-    gb = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "3600s")
+    gb = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "3600s",
+              "--log-level", "debug")
     try:
         e1 = acquire(ga.port, b, "zombie")
         st, h, d = req(gb.port, "PUT", "/%s/cached" % b, b"z1", {"X-Fencing-Token": str(e1)})
@@ -342,6 +343,7 @@ def test_two_replicas_zombie(moto):
         st, h, d = req(gb.port, "PUT", "/%s/shared" % b, b"b2", {"X-Fencing-Token": str(e2)})
         expect(st == 200, "B re-sends after losing the race: %s %s" % (st, d))
         expect(moto_body(moto, b, "shared")[0] == b"b2", "B's write landed")
+        expect("(attempt 2)" in gb.logtext(), "B re-sent the write")
         st, h, d = req(gb.port, "GET", "/_fence/metrics")
         expect('fencegate_upstream_requests_total{kind="head"}' in d.decode(), "HEAD counted")
     finally:
