@@ -602,6 +602,40 @@ def test_access_log(moto):
         g.close()
 
 
+def test_client_gone_while_suspended(moto):
+    b = "fence-gone"
+    moto.create_bucket(b)
+    g = Gate("--upstream", moto.url, "--access-log", "off")
+    try:
+        e = acquire(g.port, b, "gone")
+        raw = ("PUT /%s/k HTTP/1.1\r\nHost: x\r\nX-Fencing-Token: %d\r\n"
+               "Content-Length: 3\r\n\r\nabc" % (b, e)).encode()
+        # leave while the write waits for a lock lookup / HEAD, many times
+        for i in range(20):
+            s = socket.create_connection(("127.0.0.1", g.port))
+            token = e + 1 if i % 2 else e
+            s.sendall(raw.replace(b"Token: %d" % e, b"Token: %d" % token)
+                      .replace(b"/k ", b"/k%d " % i))
+            s.close()
+        # an acquire that waits, abandoned
+        s = socket.create_connection(("127.0.0.1", g.port))
+        body = b'{"holder":"x","waitMs":2000}'
+        s.sendall(b"POST /_fence/locks/%s/acquire HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (b.encode(), len(body), body))
+        time.sleep(0.2)
+        s.close()
+        time.sleep(2.5)
+        expect(g.proc.poll() is None, "still running")
+        st, h, d = req(g.port, "PUT", "/%s/after" % b, b"ok", {"X-Fencing-Token": str(e)})
+        expect(st == 200, "serves after abandoned requests: %s %s" % (st, d))
+        st, h, d = req(g.port, "GET", "/_fence/metrics")
+        expect("fencegate_in_flight_requests 1" in d.decode(), "nothing left in flight: %s"
+               % [x for x in d.decode().splitlines() if "in_flight" in x])
+    finally:
+        rc = g.close()
+        expect(rc == 0, "clean exit: %s" % rc)
+
+
 def test_embedded_default():
     tmp = harness.TempDir()
     g = Gate("--data", os.path.join(tmp.path, "data"))
@@ -661,6 +695,8 @@ def main():
             r.check("steady state: one upstream request per write",
                     test_one_upstream_request_per_write, moto)
             r.check("access log lines", test_access_log, moto)
+            r.check("clients leaving while their request is suspended",
+                    test_client_gone_while_suspended, moto)
         finally:
             gate.close()
     finally:
