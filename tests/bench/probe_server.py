@@ -24,8 +24,9 @@ def s3_error(code, message):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, *args):
-        pass
+    def log_message(self, fmt, *args):
+        # a handful of requests per run: keep them for BENCH_KEEP=1
+        sys.stderr.write("probe: %s\n" % (fmt % args))
 
     def reply(self, status, body=b"", headers=None):
         self.send_response(status)
