@@ -876,6 +876,33 @@ static void guard_end(struct proxy_req *req, int ok, void *arg)
 
 /* ---- classification ----------------------------------------------------- */
 
+/* 1 if the query names an S3 sub-resource (?tagging, ?acl, ?versionId,
+ * ...); parameters that do not change the operation -- "x-id" (added by
+ * AWS SDK v3) and presigned-URL authentication (X-Amz-*, and SigV2's
+ * AWSAccessKeyId/Signature/Expires) -- are ignored. */
+static int has_subresource(const char *query)
+{
+	const char *s = query;
+
+	if (!query)
+		return 0;
+	while (*s) {
+		size_t plen = strcspn(s, "&");
+		size_t nlen = strcspn(s, "=&");
+
+		if (nlen > 0 && !(nlen == 4 && strncasecmp(s, "x-id", 4) == 0) &&
+		    !(nlen > 6 && strncasecmp(s, "X-Amz-", 6) == 0) &&
+		    !(nlen == 14 && strncmp(s, "AWSAccessKeyId", 14) == 0) &&
+		    !(nlen == 9 && strncmp(s, "Signature", 9) == 0) &&
+		    !(nlen == 7 && strncmp(s, "Expires", 7) == 0))
+			return 1;
+		s += plen;
+		if (*s == '&')
+			s++;
+	}
+	return 0;
+}
+
 static enum op_kind classify(struct freq *fr, const char *method, const char *query)
 {
 	char tmp[8];
@@ -889,7 +916,7 @@ static enum op_kind classify(struct freq *fr, const char *method, const char *qu
 	if (strcmp(method, "PUT") == 0) {
 		if (has_upload_id)
 			return OP_UPLOAD_PART;
-		if (query && *query)
+		if (has_subresource(query))
 			return OP_OTHER_WRITE; /* ?tagging, ?acl, ?retention ... */
 		return proxy_req_header(fr->req, "x-amz-copy-source") ? OP_COPY : OP_PUT;
 	}
@@ -903,7 +930,7 @@ static enum op_kind classify(struct freq *fr, const char *method, const char *qu
 	if (strcmp(method, "DELETE") == 0) {
 		if (has_upload_id)
 			return OP_ABORT_MPU;
-		if (query && *query)
+		if (has_subresource(query))
 			return OP_OTHER_WRITE; /* ?versionId, ?tagging */
 		return OP_DELETE;
 	}

@@ -8,6 +8,7 @@
 #include "lockapi.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,17 +85,15 @@ static void reply_json(struct proxy_req *req, int status, cJSON *obj)
 	if (!text) {
 		proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
 	} else {
-		size_t len = strlen(text);
-		char *line = malloc(len + 2);
+		char *line = NULL;
+		int len = asprintf(&line, "%s\n", text);
 
-		if (line) {
-			memcpy(line, text, len);
-			line[len] = '\n';
-			proxy_req_reply(req, status, &h, "application/json", line, len + 1);
+		if (len > 0)
+			proxy_req_reply(req, status, &h, "application/json", line, (size_t)len);
+		else
+			proxy_req_reply(req, status, &h, "application/json", text, strlen(text));
+		if (len > 0)
 			free(line);
-		} else {
-			proxy_req_reply(req, status, &h, "application/json", text, len);
-		}
 	}
 	front_hdrs_clear(&h);
 	free(text);

@@ -248,7 +248,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 				o->drain_ms = v;
 			break;
 		case OPT_MAX_HEADER_BYTES:
-			if ((v = parse_count(optarg, 256, 1024 * 1024)) < 0)
+			if ((v = parse_count(optarg, 256, 1024L * 1024)) < 0)
 				return bad_value(name, optarg);
 			o->cfg.limits.header_bytes = (size_t)v;
 			break;
@@ -258,12 +258,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->cfg.limits.header_count = (size_t)v;
 			break;
 		case OPT_MAX_URL_BYTES:
-			if ((v = parse_count(optarg, 16, 1024 * 1024)) < 0)
+			if ((v = parse_count(optarg, 16, 1024L * 1024)) < 0)
 				return bad_value(name, optarg);
 			o->cfg.limits.url_bytes = (size_t)v;
 			break;
 		case OPT_REPLAY_BYTES:
-			if ((v = parse_count(optarg, 0, 16 * 1024 * 1024)) < 0)
+			if ((v = parse_count(optarg, 0, 16L * 1024 * 1024)) < 0)
 				return bad_value(name, optarg);
 			o->cfg.replay_max = (size_t)v;
 			break;
@@ -323,7 +323,7 @@ static int check_config(const char *path)
 		fprintf(stderr, "fencegate: cannot open \"%s\": %s\n", path, strerror(errno));
 		return 1;
 	}
-	if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || len > 16 * 1024 * 1024 ||
+	if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || len > 16L * 1024 * 1024 ||
 	    fseek(f, 0, SEEK_SET) != 0) {
 		fprintf(stderr, "fencegate: cannot read \"%s\"\n", path);
 		goto out;

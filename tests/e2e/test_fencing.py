@@ -180,6 +180,7 @@ def boto_proxy(url):
     return boto3.client("s3", endpoint_url=url, region_name="us-east-1",
                         aws_access_key_id="test", aws_secret_access_key="test",
                         config=Config(s3={"addressing_style": "path"},
+                                      signature_version="s3v4",
                                       retries={"max_attempts": 1}))
 
 
@@ -282,6 +283,24 @@ def test_decision_table(moto, gate):
     # reads pass untouched
     st, h, d = req(gate.port, "GET", "/%s/newer" % b)
     expect(st == 200 and d == b"from-elsewhere", "read: %s" % st)
+    # AWS SDK v3 adds ?x-id=PutObject: still a fenced, stamped, CAS'd PUT
+    st, h, d = req(gate.port, "PUT", "/%s/xid?x-id=PutObject" % b, b"xid",
+                   {"X-Fencing-Token": str(e3)})
+    expect(st == 200, "x-id put: %s %s" % (st, d))
+    expect(moto_body(moto, b, "xid")[1].get("fencing-epoch") == str(e3), "x-id stamped")
+    st, h, d = req(gate.port, "PUT", "/%s/xid?x-id=PutObject" % b, b"old",
+                   {"X-Fencing-Token": str(e1)})
+    expect(st == 409, "x-id stale: %s" % st)
+    # a presigned PUT (X-Amz-* query) is a fenced PUT too
+    url = boto_proxy(gate.url).generate_presigned_url(
+        "put_object", Params={"Bucket": b, "Key": "presigned"}, ExpiresIn=300)
+    path = url[len(gate.url):]
+    st, h, d = req(gate.port, "PUT", path, b"pre", {"X-Fencing-Token": str(e3)})
+    expect(st == 200, "presigned put: %s %s" % (st, d))
+    expect(moto_body(moto, b, "presigned")[1].get("fencing-epoch") == str(e3),
+           "presigned stamped")
+    st, h, d = req(gate.port, "PUT", path, b"pre")
+    expect(st == 428, "presigned put without token: %s" % st)
     # the client's own conditions are honoured
     st, h, d = req(gate.port, "PUT", "/%s/newer2" % b, b"a",
                    {"X-Fencing-Token": str(e3), "If-None-Match": "*"})
