@@ -363,6 +363,17 @@ def test_two_replicas_zombie(moto):
         expect(st == 200, "B re-sends after losing the race: %s %s" % (st, d))
         expect(moto_body(moto, b, "shared")[0] == b"b2", "B's write landed")
         expect("(attempt 2)" in gb.logtext(), "B re-sent the write")
+        # the same race with a body too big to keep for a re-send (> 64 KiB):
+        # nothing is written and the client is told to retry (503 SlowDown)
+        st, h, d = req(ga.port, "PUT", "/%s/shared" % b, b"a2", {"X-Fencing-Token": str(e2)})
+        expect(st == 200, "A writes again: %s" % st)
+        big = b"B" * (200 * 1024)
+        st, h, d = req(gb.port, "PUT", "/%s/shared" % b, big, {"X-Fencing-Token": str(e2)})
+        expect(st == 503 and s3code(d) == "SlowDown", "streamed body lost the race: %s %s"
+               % (st, d[:200]))
+        expect(moto_body(moto, b, "shared")[0] == b"a2", "the lost write changed nothing")
+        st, h, d = req(gb.port, "PUT", "/%s/shared" % b, big, {"X-Fencing-Token": str(e2)})
+        expect(st == 200, "the retry succeeds: %s" % st)
         st, h, d = req(gb.port, "GET", "/_fence/metrics")
         expect('fencegate_upstream_requests_total{kind="head"}' in d.decode(), "HEAD counted")
     finally:
