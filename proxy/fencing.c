@@ -986,10 +986,13 @@ enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 	if (path[0] == '/') {
 		slash = strchr(path + 1, '/');
 		blen = slash ? (size_t)(slash - path - 1) : strlen(path + 1);
-		if (blen < sizeof(fr->bucket)) {
-			memcpy(fr->bucket, path + 1, blen);
-			fr->bucket[blen] = '\0';
+		if (blen >= sizeof(fr->bucket)) {
+			fr->verdict = "refused";
+			return reply_error(fr, 400, "InvalidBucketName",
+					   "a bucket name is at most 63 characters", false, 0);
 		}
+		memcpy(fr->bucket, path + 1, blen);
+		fr->bucket[blen] = '\0';
 		if (slash && slash[1]) {
 			fr->key = pct_decode(slash + 1, strlen(slash + 1));
 			if (!fr->key)
