@@ -51,7 +51,7 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(O)/build/test/%)
 ITEST_BIN  := $(ITEST_SRC:tests/integration/%.c=$(O)/build/test/%)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/build/fuzz/%)
 
-PROGRAMS   := $(O)/bin/fencectl $(if $(wildcard proxy/main.c),$(O)/bin/fencegate)
+PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 
 # keep sanitizer objects between runs (they are prerequisites of pattern rules)
 .SECONDARY:
@@ -116,15 +116,12 @@ $(O)/build/fuzz/%: tests/fuzz/%.c $(LOCK_SRC) $(CORE_SRC) $(HEADERS) | deps-test
 
 run: all
 	$(Q)mkdir -p fencegate-data
-	@if [ -x $(O)/bin/fencegate ]; then \
-		echo "fencegate: serving ./fencegate-data on http://127.0.0.1:8080 (Ctrl-C to stop)"; \
-		echo "  try: curl -i -X PUT --data-binary hello http://127.0.0.1:8080/demo-bucket/hello.txt"; \
-		exec $(O)/bin/fencegate --listen 127.0.0.1:8080 --data ./fencegate-data; \
-	else \
-		$(O)/bin/fencectl --help; \
-		echo; echo "fencegate (the proxy) is not built yet; fencectl works on file:///DIR and s3://BUCKET:"; \
-		echo "  $(O)/bin/fencectl --store file://$$PWD/fencegate-data acquire demo"; \
-	fi
+	@echo "fencegate: serving ./fencegate-data on http://127.0.0.1:8080 (Ctrl-C to stop). Try:"
+	@echo "  curl -X PUT http://127.0.0.1:8080/demo-bucket"
+	@echo "  curl -i -X PUT --data-binary v1 http://127.0.0.1:8080/demo-bucket/a.txt          # 428: no token"
+	@echo "  curl -X POST -d '{\"ttlMs\":30000}' http://127.0.0.1:8080/_fence/locks/demo-bucket/acquire"
+	@echo "  curl -i -X PUT --data-binary v1 -H 'X-Fencing-Token: 1' http://127.0.0.1:8080/demo-bucket/a.txt"
+	$(Q)exec $(O)/bin/fencegate --listen 127.0.0.1:8080 --data ./fencegate-data
 
 test: all deps-test unit integration
 
