@@ -26,10 +26,13 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
 #include <event2/util.h>
 
 #include <http_parser.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "log.h"
 
@@ -768,6 +771,7 @@ struct front_server {
 	struct event *drain_timer;
 	void (*drain_done)(void *arg);
 	void *drain_arg;
+	SSL_CTX *tls;         /* NULL: plain TCP; else every listener speaks TLS */
 };
 
 struct front_conn {
@@ -1249,8 +1253,19 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct front_conn *c = arg;
 
 	if (what & BEV_EVENT_ERROR) {
-		log_debug("connection from \"%s\": %s", c->peer,
-			  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		unsigned long tls_err = bufferevent_get_openssl_error(bev);
+
+		if (tls_err) {
+			char why[256];
+
+			ERR_error_string_n(tls_err, why, sizeof(why));
+			log_info("connection from \"%s\": tls: \"%s\"", c->peer, why);
+			while (bufferevent_get_openssl_error(bev))
+				;
+		} else {
+			log_debug("connection from \"%s\": %s", c->peer,
+				  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		}
 		conn_free(c, FRONT_ABORT_CLIENT_GONE);
 		return;
 	}
@@ -1301,7 +1316,22 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	cbs.on_end = conn_on_end;
 	cbs.arg = c;
 	c->parser = front_parser_new(&s->lim, &cbs);
-	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (s->tls) {
+		SSL *ssl = SSL_new(s->tls);
+
+		/* the bufferevent owns ssl (and closes fd) from here on */
+		c->bev = ssl ? bufferevent_openssl_socket_new(s->base, fd, ssl,
+							      BUFFEREVENT_SSL_ACCEPTING,
+							      BEV_OPT_CLOSE_ON_FREE |
+							      BEV_OPT_DEFER_CALLBACKS) : NULL;
+		if (!c->bev && ssl)
+			SSL_free(ssl);
+		if (c->bev)
+			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	} else {
+		c->bev = bufferevent_socket_new(s->base, fd,
+						BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	}
 	c->timer = evtimer_new(s->base, conn_timeout_cb, c);
 	c->kick = event_new(s->base, -1, 0, conn_kick_cb, c);
 	if (!c->parser || !c->bev || !c->timer || !c->kick) {
@@ -1521,7 +1551,16 @@ void front_server_free(struct front_server *s)
 		evconnlistener_free(s->listeners[i]);
 	if (s->drain_timer)
 		event_free(s->drain_timer);
+	SSL_CTX_free(s->tls);
 	free(s);
+}
+
+void front_server_set_tls(struct front_server *s, SSL_CTX *ctx)
+{
+	if (ctx)
+		SSL_CTX_up_ref(ctx);
+	SSL_CTX_free(s->tls);
+	s->tls = ctx;
 }
 
 /* ---- the API the proxy calls: flags and buffered writes only; the work

@@ -206,6 +206,13 @@ struct front_server *front_server_new(struct event_base *base,
 int front_server_listen(struct front_server *s, const char *addr,
 			char *err, size_t errlen);
 
+/* TLS for every listener from now on: connections accepted later use ctx
+ * (a reference is taken; the previous context is released, connections
+ * already open keep theirs). NULL: plain TCP. Call before listening, and
+ * again on a reload to pick up renewed certificates. */
+struct ssl_ctx_st;
+void front_server_set_tls(struct front_server *s, struct ssl_ctx_st *ctx);
+
 /* Graceful stop: closes the listeners, closes idle connections, lets
  * requests in flight finish (their responses carry Connection: close).
  * done(arg) is called from the loop once no connection is left, or after

@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "authz.h"
 #include "awscreds.h"
 #include "fencing.h"
 #include "jobs.h"
@@ -24,8 +25,10 @@
 #include "lockreg.h"
 #include "log.h"
 #include "metrics.h"
+#include "policy.h"
 #include "proxy.h"
 #include "s3local.h"
+#include "tls.h"
 
 #define MAX_LISTEN 16
 
@@ -43,8 +46,14 @@ struct options {
 	const char *access_log;
 	long refresh_ms;
 	long workers;
-	struct proxy_config cfg;
+	int log_level_set;
+	int mode_set;
+	int drain_set;
+	unsigned long limits_set;   /* OPT_* bits of limit flags given */
+	struct proxy_config cfg;    /* the limit flags' values */
 };
+
+#define LIMIT_BIT(opt) (1UL << ((opt) - 256))
 
 static void usage(FILE *out)
 {
@@ -61,8 +70,10 @@ static void usage(FILE *out)
 "                         (default ./fencegate-data)\n"
 "  --mode s3|http         S3 API (default) or any HTTP API\n"
 "  --lock-store URL       http mode: where locks live (s3://BUCKET[/ROOT] or file:///DIR)\n"
-"  -c, --config FILE      run a JSON configuration file\n"
-"  -t, --test             check the configuration (-c FILE) and exit\n"
+"  -c, --config FILE      run a JSON configuration file (policy/README.md); the\n"
+"                         flags above then may not be given\n"
+"  -t, --test             check the configuration (-c FILE, including its TLS\n"
+"                         certificate and key) and exit 0 (valid) or 1\n"
 "  --log-level LEVEL      debug, info (default), warn, error or off\n"
 "  --access-log FILE      one JSON line per request to FILE (\"-\": stderr, the\n"
 "                         default; \"off\": none)\n"
@@ -90,7 +101,11 @@ static void usage(FILE *out)
 "  --version              print the version and exit\n"
 "  -h, --help             this help\n"
 "\n"
-"Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, exit 0.\n");
+"Limit flags given with -c override the file's \"limits\".\n"
+"\n"
+"Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, exit 0.\n"
+"SIGHUP reloads the configuration file (checked first; a bad one is logged and\n"
+"the running configuration stays).\n");
 }
 
 /* "250ms", "10s", "2m", "3" (seconds) -> milliseconds; -1 if malformed. */
@@ -197,6 +212,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->data_dir = optarg;
 			break;
 		case OPT_MODE:
+			o->mode_set = 1;
 			if (strcmp(optarg, "s3") == 0)
 				o->mode = PROXY_MODE_S3;
 			else if (strcmp(optarg, "http") == 0)
@@ -217,6 +233,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (log_parse_level(optarg, &level) < 0)
 				return bad_value(name, optarg);
 			log_set_level(level);
+			o->log_level_set = 1;
 			break;
 		case OPT_VERSION:
 			printf("fencegate %s\n", FENCE_VERSION);
@@ -230,6 +247,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			v = parse_duration_ms(optarg);
 			if (v < 0 || (v == 0 && ch != OPT_TOTAL_TIMEOUT))
 				return bad_value(name, optarg);
+			o->limits_set |= LIMIT_BIT(ch);
 			if (ch == OPT_HEADER_TIMEOUT)
 				o->cfg.limits.header_timeout_ms = v;
 			else if (ch == OPT_IDLE_TIMEOUT)
@@ -245,26 +263,30 @@ static int parse_args(int argc, char **argv, struct options *o)
 			else if (ch == OPT_TOTAL_TIMEOUT)
 				o->cfg.upstream.total_timeout_ms = v;
 			else
-				o->drain_ms = v;
+				o->drain_ms = v, o->drain_set = 1;
 			break;
 		case OPT_MAX_HEADER_BYTES:
 			if ((v = parse_count(optarg, 256, 1024L * 1024)) < 0)
 				return bad_value(name, optarg);
+			o->limits_set |= LIMIT_BIT(ch);
 			o->cfg.limits.header_bytes = (size_t)v;
 			break;
 		case OPT_MAX_HEADERS:
 			if ((v = parse_count(optarg, 1, 10000)) < 0)
 				return bad_value(name, optarg);
+			o->limits_set |= LIMIT_BIT(ch);
 			o->cfg.limits.header_count = (size_t)v;
 			break;
 		case OPT_MAX_URL_BYTES:
 			if ((v = parse_count(optarg, 16, 1024L * 1024)) < 0)
 				return bad_value(name, optarg);
+			o->limits_set |= LIMIT_BIT(ch);
 			o->cfg.limits.url_bytes = (size_t)v;
 			break;
 		case OPT_REPLAY_BYTES:
 			if ((v = parse_count(optarg, 0, 16L * 1024 * 1024)) < 0)
 				return bad_value(name, optarg);
+			o->limits_set |= LIMIT_BIT(ch);
 			o->cfg.replay_max = (size_t)v;
 			break;
 		case OPT_CHECK_BUCKET:
@@ -303,48 +325,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "fencegate: -t needs -c FILE\n");
 		return 2;
 	}
+	if (o->config && (o->nlisten || o->upstream || o->data_dir || o->lock_store ||
+			  o->mode_set)) {
+		fprintf(stderr, "fencegate: --listen, --upstream, --data, --mode and --lock-store "
+			"go in the configuration file with -c\n");
+		return 2;
+	}
 	if (o->mode == PROXY_MODE_HTTP && !o->upstream && !o->config) {
 		fprintf(stderr, "fencegate: --mode http needs --upstream URL\n");
 		return 2;
 	}
 	return -1;
-}
-
-/* -t -c FILE: for now a JSON syntax check; the schema belongs to policy/. */
-static int check_config(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *text = NULL;
-	long len;
-	cJSON *json = NULL;
-	int rc = 1;
-
-	if (!f) {
-		fprintf(stderr, "fencegate: cannot open \"%s\": %s\n", path, strerror(errno));
-		return 1;
-	}
-	if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || len > 16L * 1024 * 1024 ||
-	    fseek(f, 0, SEEK_SET) != 0) {
-		fprintf(stderr, "fencegate: cannot read \"%s\"\n", path);
-		goto out;
-	}
-	text = malloc((size_t)len + 1);
-	if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-		fprintf(stderr, "fencegate: cannot read \"%s\"\n", path);
-		goto out;
-	}
-	text[len] = '\0';
-	json = cJSON_Parse(text);
-	if (!json || !cJSON_IsObject(json)) {
-		fprintf(stderr, "fencegate: \"%s\" is not a JSON object\n", path);
-		goto out;
-	}
-	rc = 0;
-out:
-	cJSON_Delete(json);
-	free(text);
-	fclose(f);
-	return rc;
 }
 
 struct runtime {
@@ -356,6 +347,12 @@ struct runtime {
 	struct fencing *fencing;
 	struct lockapi *api;
 	struct s3local *s3local;
+	struct authz *authz;
+	struct policy *policy;      /* the running configuration */
+	const char *config_path;    /* NULL: flags, nothing to reload */
+	int log_level_flag;         /* --log-level wins over the file */
+	long long limits_at_start;  /* limits.header_bytes, to notice a change */
+	struct proxy_config cfg;
 	FILE *access_log;
 	long drain_ms;
 	int stopping;
@@ -369,12 +366,104 @@ static void drained(void *arg)
 	event_base_loopexit(rt->base, NULL);
 }
 
+/* 1 if both policies listen on the same addresses, in any order. */
+static int same_listen(const struct policy *a, const struct policy *b)
+{
+	if (a->nlisten != b->nlisten)
+		return 0;
+	for (size_t i = 0; i < a->nlisten; i++) {
+		size_t j = 0;
+
+		while (j < b->nlisten && strcmp(a->listen[i].addr, b->listen[j].addr) != 0)
+			j++;
+		if (j == b->nlisten)
+			return 0;
+	}
+	return 1;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* What a reload cannot change without a restart; NULL when nothing. */
+static const char *reload_blocker(const struct policy *cur, const struct policy *next)
+{
+	if (!same_listen(cur, next))
+		return "listen";
+	if (cur->mode != next->mode)
+		return "mode";
+	if (!same_str(cur->upstream.endpoint, next->upstream.endpoint))
+		return "upstream.endpoint";
+	if (!same_str(cur->upstream.region, next->upstream.region) ||
+	    !same_str(cur->upstream.profile, next->upstream.profile) ||
+	    !same_str(cur->upstream.ca_bundle, next->upstream.ca_bundle) ||
+	    cur->upstream.verify != next->upstream.verify)
+		return "upstream";
+	if (!same_str(cur->data_dir, next->data_dir))
+		return "data_dir";
+	if (!same_str(cur->lock_store, next->lock_store))
+		return "lock_store";
+	if (cur->tls.enabled != next->tls.enabled)
+		return "tls";
+	return NULL;
+}
+
+/* SIGHUP: load and check the file first; only a good one replaces the
+ * running policy (clients, permissions, TLS certificates, log level).
+ * Requests in flight keep what they already decided. */
+static void reload(struct runtime *rt)
+{
+	struct policy *next;
+	SSL_CTX *tls = NULL;
+	const char *blocker;
+	char err[POLICY_ERR_MAX + 64];
+	enum log_level level;
+
+	if (!rt->config_path) {
+		log_info("sighup: no configuration file to reload");
+		return;
+	}
+	next = policy_load(rt->config_path, err, sizeof(err));
+	if (!next) {
+		log_error("reload refused, keeping the running configuration: %s", err);
+		return;
+	}
+	blocker = reload_blocker(rt->policy, next);
+	if (blocker) {
+		log_error("reload refused, keeping the running configuration: \"%s\" changed; "
+			  "that needs a restart", blocker);
+		policy_free(next);
+		return;
+	}
+	if (next->tls.enabled) {
+		tls = tls_server_ctx_new(&next->tls, err, sizeof(err));
+		if (!tls) {
+			log_error("reload refused, keeping the running configuration: %s", err);
+			policy_free(next);
+			return;
+		}
+		proxy_set_tls(rt->proxy, tls);
+		SSL_CTX_free(tls); /* the front end holds its own reference */
+	}
+	if (!rt->log_level_flag && log_parse_level(next->log.level, &level) == 0)
+		log_set_level(level);
+	authz_set_policy(rt->authz, next);
+	policy_free(rt->policy);
+	rt->policy = next;
+	log_info("reloaded \"%s\": \"%zu\" clients, \"%zu\" routes%s", rt->config_path,
+		 next->nclients, next->nroutes, next->tls.enabled ? ", tls certificate re-read" : "");
+	if (next->limits.header_bytes != (long long)rt->limits_at_start)
+		log_warn("reload: changed limits apply after a restart");
+}
+
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct runtime *rt = arg;
 
 	if (sig == SIGHUP) {
-		log_info("sighup: no configuration file to reload");
+		reload(rt);
 		return;
 	}
 	if (rt->stopping) {
@@ -393,6 +482,11 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
  * handlers in that order. Returns 0 or -1 with a message in err. */
 static int build_handlers(struct runtime *rt, const struct options *o, char *err, size_t errlen)
 {
+	const struct policy *pol = rt->policy;
+	const char *upstream = pol->upstream.endpoint;
+	const char *data_dir = pol->data_dir;
+	const char *region = pol->upstream.region;
+	enum proxy_mode mode = pol->mode == POLICY_MODE_HTTP ? PROXY_MODE_HTTP : PROXY_MODE_S3;
 	int workers = o->workers > 0 ? (int)o->workers : 4;
 	struct lockreg_config lc;
 	struct fencing_config fc;
@@ -409,23 +503,23 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (!o->upstream) {
-		rt->s3local = s3local_new(rt->base, rt->jobs, o->data_dir, 0, err, errlen);
+	if (!upstream) {
+		rt->s3local = s3local_new(rt->base, rt->jobs, data_dir, 0, err, errlen);
 		if (!rt->s3local)
 			return -1;
-		if (!realpath(o->data_dir, data_abs)) {
-			snprintf(err, errlen, "cannot resolve \"%s\": %s", o->data_dir, strerror(errno));
+		if (!realpath(data_dir, data_abs)) {
+			snprintf(err, errlen, "cannot resolve \"%s\": %s", data_dir, strerror(errno));
 			return -1;
 		}
 	}
 	memset(&lc, 0, sizeof(lc));
 	lc.base = rt->base;
 	lc.jobs = rt->jobs;
-	lc.s3_endpoint = o->upstream;
-	lc.data_dir = o->upstream ? NULL : data_abs;
-	lc.region = o->cfg.region;
-	lc.refresh_ms = o->refresh_ms;
-	lc.self_test = o->upstream != NULL;
+	lc.s3_endpoint = upstream;
+	lc.data_dir = upstream ? NULL : data_abs;
+	lc.region = region;
+	lc.refresh_ms = o->refresh_ms ? o->refresh_ms : (long)pol->limits.refresh_interval_ms;
+	lc.self_test = upstream != NULL;
 	rt->locks = lockreg_new(&lc, err, errlen);
 	if (!rt->locks)
 		return -1;
@@ -434,9 +528,11 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	fc.jobs = rt->jobs;
 	fc.nthreads = workers;
 	fc.metrics = &rt->metrics;
-	fc.s3_endpoint = o->upstream;
-	fc.region = o->cfg.region;
+	fc.s3_endpoint = upstream;
+	fc.region = region;
 	fc.access_log = rt->access_log;
+	if (pol->limits.objcache_entries > 0)
+		fc.objcache_capacity = (size_t)pol->limits.objcache_entries;
 	rt->fencing = fencing_new(&fc, err, errlen);
 	if (!rt->fencing)
 		return -1;
@@ -447,13 +543,13 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	ac.locks = rt->locks;
 	ac.fencing = rt->fencing;
 	ac.metrics = &rt->metrics;
-	if (o->upstream && o->check_bucket) {
+	if (upstream && o->check_bucket) {
 		snprintf(url, sizeof(url), "s3://%s", o->check_bucket);
 		ac.self_test.url = url;
-		ac.self_test.endpoint = o->upstream;
-		ac.self_test.region = o->cfg.region;
+		ac.self_test.endpoint = upstream;
+		ac.self_test.region = region;
 		ac.self_test.path_style = 1;
-	} else if (!o->upstream) {
+	} else if (!upstream) {
 		snprintf(url, sizeof(url), "file://%s", data_abs);
 		ac.self_test.url = url;
 	}
@@ -461,13 +557,20 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	if (!rt->api)
 		return -1;
 
+	rt->authz = authz_new(mode);
+	if (!rt->authz)
+		goto nomem;
+	authz_set_policy(rt->authz, rt->policy);
+	h = (struct proxy_handler){ "authz", authz_on_request, rt->authz };
+	if (proxy_add_handler(rt->proxy, &h) < 0)
+		goto nomem;
 	h = (struct proxy_handler){ "lockapi", lockapi_on_request, rt->api };
 	if (proxy_add_handler(rt->proxy, &h) < 0)
 		goto nomem;
 	h = (struct proxy_handler){ "fencing", fencing_on_request, rt->fencing };
-	if (o->mode == PROXY_MODE_S3 && proxy_add_handler(rt->proxy, &h) < 0)
+	if (mode == PROXY_MODE_S3 && proxy_add_handler(rt->proxy, &h) < 0)
 		goto nomem;
-	if (o->mode == PROXY_MODE_HTTP)
+	if (mode == PROXY_MODE_HTTP)
 		log_warn("--mode http: fencing of HTTP APIs is not wired yet; requests are "
 			 "forwarded unfenced");
 	if (rt->s3local) {
@@ -477,7 +580,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	}
 	if (lockapi_start_self_test(rt->api) < 0)
 		goto nomem;
-	if (o->upstream && !o->check_bucket)
+	if (upstream && !o->check_bucket)
 		log_warn("no --check-bucket: the backend self-test runs per bucket before its "
 			 "lock's first use; /_fence/health does not wait for it");
 	return 0;
@@ -498,9 +601,77 @@ static void teardown(struct runtime *rt)
 	lockapi_free(rt->api);
 	fencing_free(rt->fencing);
 	lockreg_free(rt->locks);
+	authz_free(rt->authz);
 	fencegate_metrics_free(&rt->metrics);
 	if (rt->access_log && rt->access_log != stderr)
 		fclose(rt->access_log);
+	rt->access_log = NULL;
+}
+
+/* The policy of -c FILE, or the one the flags describe. NULL after
+ * printing why. */
+static struct policy *build_policy(const struct options *o)
+{
+	char err[POLICY_ERR_MAX + 64];
+	struct policy *pol;
+
+	if (o->config) {
+		pol = policy_load(o->config, err, sizeof(err));
+	} else {
+		struct policy_flags f = {
+			.listen = o->listen, .nlisten = o->nlisten, .upstream = o->upstream,
+			.data_dir = o->data_dir,
+			.mode = o->mode == PROXY_MODE_HTTP ? POLICY_MODE_HTTP : POLICY_MODE_S3,
+			.lock_store = o->lock_store,
+		};
+
+		pol = policy_default(&f, err, sizeof(err));
+	}
+	if (!pol)
+		fprintf(stderr, "fencegate: %s\n", err);
+	return pol;
+}
+
+/* The proxy's configuration from the policy, then the limit flags. */
+static void config_from_policy(struct proxy_config *cfg, const struct policy *pol,
+			       const struct options *o)
+{
+	const struct policy_limits *l = &pol->limits;
+
+	proxy_config_default(cfg);
+	cfg->mode = pol->mode == POLICY_MODE_HTTP ? PROXY_MODE_HTTP : PROXY_MODE_S3;
+	cfg->upstream_url = pol->upstream.endpoint;
+	cfg->region = pol->upstream.region ? pol->upstream.region : "us-east-1";
+	cfg->limits.header_bytes = (size_t)l->header_bytes;
+	cfg->limits.header_count = (size_t)l->header_count;
+	cfg->limits.url_bytes = (size_t)l->url_bytes;
+	cfg->limits.idle_timeout_ms = (long)l->idle_timeout_ms;
+	cfg->limits.header_timeout_ms = (long)l->header_timeout_ms;
+	cfg->limits.body_timeout_ms = (long)l->body_timeout_ms;
+	cfg->limits.send_timeout_ms = (long)l->send_timeout_ms;
+	cfg->replay_max = (size_t)l->replay_bytes;
+	cfg->upstream.connect_timeout_ms = (long)l->upstream_connect_timeout_ms;
+	cfg->upstream.first_byte_timeout_ms = (long)l->upstream_timeout_ms;
+	cfg->upstream.idle_timeout_ms = (long)l->upstream_timeout_ms;
+	cfg->upstream.total_timeout_ms = (long)l->upstream_total_timeout_ms;
+	cfg->upstream.ca_file = pol->upstream.ca_bundle;
+	cfg->upstream.insecure = !pol->upstream.verify;
+	cfg->no_health_handler = 1; /* the lock API answers /_fence/health */
+
+#define FLAG(opt, field) if (o->limits_set & LIMIT_BIT(opt)) cfg->field = o->cfg.field
+	FLAG(OPT_HEADER_TIMEOUT, limits.header_timeout_ms);
+	FLAG(OPT_IDLE_TIMEOUT, limits.idle_timeout_ms);
+	FLAG(OPT_BODY_TIMEOUT, limits.body_timeout_ms);
+	FLAG(OPT_SEND_TIMEOUT, limits.send_timeout_ms);
+	FLAG(OPT_CONNECT_TIMEOUT, upstream.connect_timeout_ms);
+	FLAG(OPT_UPSTREAM_TIMEOUT, upstream.first_byte_timeout_ms);
+	FLAG(OPT_UPSTREAM_TIMEOUT, upstream.idle_timeout_ms);
+	FLAG(OPT_TOTAL_TIMEOUT, upstream.total_timeout_ms);
+	FLAG(OPT_MAX_HEADER_BYTES, limits.header_bytes);
+	FLAG(OPT_MAX_HEADERS, limits.header_count);
+	FLAG(OPT_MAX_URL_BYTES, limits.url_bytes);
+	FLAG(OPT_REPLAY_BYTES, replay_max);
+#undef FLAG
 }
 
 int main(int argc, char **argv)
@@ -510,7 +681,11 @@ int main(int argc, char **argv)
 	struct runtime rt;
 	struct event *sigs[3] = {0};
 	const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
-	char err[512];
+	struct policy *pol = NULL;
+	SSL_CTX *tls = NULL;
+	const char *access_log;
+	char err[POLICY_ERR_MAX + 64];
+	enum log_level level;
 	int rc;
 
 	memset(&rt, 0, sizeof(rt));
@@ -518,51 +693,53 @@ int main(int argc, char **argv)
 	proxy_config_default(&o.cfg);
 	o.mode = PROXY_MODE_S3;
 	o.drain_ms = 30000;
-	o.data_dir = "./fencegate-data";
 	rc = parse_args(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (o.test_config) {
-		rc = check_config(o.config);
-		if (rc == 0)
-			printf("fencegate: configuration file \"%s\" is valid JSON "
-			       "(policy checks are not wired yet)\n", o.config);
-		return rc;
-	}
-	if (o.config) {
-		fprintf(stderr, "fencegate: configuration files are not wired yet; "
-			"use --listen/--upstream/--mode flags\n");
-		return 2;
-	}
-	if (o.nlisten == 0)
-		o.listen[o.nlisten++] = "127.0.0.1:8080";
-	o.cfg.mode = o.mode;
-	o.cfg.upstream_url = o.upstream;
-	o.cfg.no_health_handler = 1; /* the lock API answers /_fence/health */
-	if (o.upstream && o.mode == PROXY_MODE_S3) {
-		const char *region = getenv("AWS_REGION");
-
-		if (!region || !*region)
-			region = getenv("AWS_DEFAULT_REGION");
-		if (region && *region)
-			o.cfg.region = region;
-		if (aws_credentials_load(NULL, &cred, err, sizeof(err)) < 0) {
-			fprintf(stderr, "fencegate: no upstream credentials: %s\n", err);
+	pol = build_policy(&o);
+	if (!pol)
+		return 1;
+	if (pol->tls.enabled) {
+		tls = tls_server_ctx_new(&pol->tls, err, sizeof(err));
+		if (!tls) {
+			fprintf(stderr, "fencegate: %s: %s\n", pol->source, err);
+			policy_free(pol);
 			return 1;
 		}
-		o.cfg.access_key = cred.access_key;
-		o.cfg.secret_key = cred.secret_key;
-		o.cfg.session_token = cred.session_token;
 	}
-	if (!o.access_log || strcmp(o.access_log, "-") == 0) {
+	if (o.test_config) {
+		printf("fencegate: configuration file \"%s\" is valid\n", o.config);
+		SSL_CTX_free(tls);
+		policy_free(pol);
+		return 0;
+	}
+	if (!o.log_level_set && log_parse_level(pol->log.level, &level) == 0)
+		log_set_level(level);
+	rt.policy = pol;
+	rt.config_path = o.config;
+	rt.log_level_flag = o.log_level_set;
+	rt.limits_at_start = pol->limits.header_bytes;
+	config_from_policy(&rt.cfg, pol, &o);
+	if (rt.cfg.upstream_url && rt.cfg.mode == PROXY_MODE_S3) {
+		if (aws_credentials_load(pol->upstream.profile, &cred, err, sizeof(err)) < 0) {
+			fprintf(stderr, "fencegate: no upstream credentials: %s\n", err);
+			goto fail_early;
+		}
+		rt.cfg.access_key = cred.access_key;
+		rt.cfg.secret_key = cred.secret_key;
+		rt.cfg.session_token = cred.session_token;
+	}
+	access_log = o.access_log ? o.access_log : o.config ? pol->log.access_log : "-";
+	if (!access_log || strcmp(access_log, "off") == 0) {
+		rt.access_log = NULL;
+	} else if (strcmp(access_log, "-") == 0) {
 		rt.access_log = stderr;
-	} else if (strcmp(o.access_log, "off") != 0) {
-		rt.access_log = fopen(o.access_log, "a");
+	} else {
+		rt.access_log = fopen(access_log, "a");
 		if (!rt.access_log) {
 			fprintf(stderr, "fencegate: cannot open access log \"%s\": %s\n",
-				o.access_log, strerror(errno));
-			aws_credentials_clear(&cred);
-			return 1;
+				access_log, strerror(errno));
+			goto fail_early;
 		}
 	}
 
@@ -571,34 +748,38 @@ int main(int argc, char **argv)
 	rt.base = event_base_new();
 	if (!rt.base) {
 		fprintf(stderr, "fencegate: cannot create the event loop\n");
-		aws_credentials_clear(&cred);
-		return 1;
+		goto fail_early;
 	}
-	rt.drain_ms = o.drain_ms;
-	rt.proxy = proxy_new(rt.base, &o.cfg, err, sizeof(err));
+	rt.drain_ms = pol->limits.drain_timeout_ms > 0 ? (long)pol->limits.drain_timeout_ms
+							: o.drain_ms;
+	if (o.drain_set)
+		rt.drain_ms = o.drain_ms;
+	rt.proxy = proxy_new(rt.base, &rt.cfg, err, sizeof(err));
 	aws_credentials_clear(&cred);
 	if (!rt.proxy || build_handlers(&rt, &o, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fencegate: %s\n", err);
-		teardown(&rt);
-		event_base_free(rt.base);
-		return 1;
+		goto fail;
 	}
-	for (size_t i = 0; i < o.nlisten; i++) {
-		if (proxy_listen(rt.proxy, o.listen[i], err, sizeof(err)) < 0) {
+	if (tls) {
+		proxy_set_tls(rt.proxy, tls);
+		SSL_CTX_free(tls);
+		tls = NULL;
+	}
+	for (size_t i = 0; i < pol->nlisten; i++) {
+		if (proxy_listen(rt.proxy, pol->listen[i].addr, err, sizeof(err)) < 0) {
 			fprintf(stderr, "fencegate: %s\n", err);
-			teardown(&rt);
-			event_base_free(rt.base);
-			return 1;
+			goto fail;
 		}
-		log_info("listening on \"%s\"", o.listen[i]);
+		log_info("listening on \"%s\"%s", pol->listen[i].addr,
+			 pol->tls.enabled ? " (tls)" : "");
 	}
-	if (o.upstream)
-		log_info("forwarding to \"%s\" in \"%s\" mode", o.upstream,
-			 o.mode == PROXY_MODE_S3 ? "s3" : "http");
+	if (pol->upstream.endpoint)
+		log_info("forwarding to \"%s\" in \"%s\" mode", pol->upstream.endpoint,
+			 pol->mode == POLICY_MODE_S3 ? "s3" : "http");
 	else
-		log_info("serving the embedded store over \"%s\"", o.data_dir);
-	if (o.lock_store)
-		log_warn("--lock-store \"%s\" is not wired yet", o.lock_store);
+		log_info("serving the embedded store over \"%s\"", pol->data_dir);
+	log_info("authentication %s (\"%zu\" clients)", pol->nclients ? "on" : "off",
+		 pol->nclients);
 	for (size_t i = 0; i < 3; i++) {
 		sigs[i] = evsignal_new(rt.base, signums[i], signal_cb, &rt);
 		if (sigs[i])
@@ -610,6 +791,17 @@ int main(int argc, char **argv)
 			event_free(sigs[i]);
 	teardown(&rt);
 	event_base_free(rt.base);
+	policy_free(rt.policy);
 	log_info("stopped");
 	return 0;
+fail:
+	teardown(&rt);
+	event_base_free(rt.base);
+fail_early:
+	aws_credentials_clear(&cred);
+	SSL_CTX_free(tls);
+	if (rt.access_log && rt.access_log != stderr)
+		fclose(rt.access_log);
+	policy_free(rt.policy ? rt.policy : pol);
+	return 1;
 }

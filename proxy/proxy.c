@@ -110,6 +110,14 @@ struct proxy_req {
 	void *ctx;
 	void (*ctx_free)(void *ctx);
 
+	/* body filter (proxy_req_set_body_filter): client bytes go through it;
+	 * what it emits is the body everyone downstream sees */
+	struct proxy_body_filter filter;
+	int has_filter;
+	int filter_pause;            /* the sink asked to stop during a feed */
+	int64_t filtered_length;     /* the emitted body's length, -1 unknown */
+	int defer_forward;           /* forward once the (empty) body verified */
+
 	/* outcome */
 	int replied;
 	int status;
@@ -149,6 +157,8 @@ static void req_put(struct proxy_req *req)
 		return;
 	if (req->ctx_free)
 		req->ctx_free(req->ctx);
+	if (req->has_filter && req->filter.free_fn)
+		req->filter.free_fn(req->filter.arg);
 	front_msg_free(req->msg);
 	if (req->body)
 		evbuffer_free(req->body);
@@ -504,6 +514,14 @@ static void start_forward(struct proxy_req *req)
 				      NULL);
 		return;
 	}
+	if (req->has_filter && req->filtered_length == 0 && !req->body_ended) {
+		/* an empty upstream body would complete before the client's
+		 * body was verified: wait for it */
+		req->defer_forward = 1;
+		req->phase = PH_FORWARD;
+		start_body_reading(req);
+		return;
+	}
 	if (req->attempts > 0 && !proxy_req_can_resend(req)) {
 		proxy_req_reply_error(req, 502, "BadGateway",
 				      "the request body was streamed and cannot be re-sent", NULL);
@@ -542,7 +560,10 @@ static void start_forward(struct proxy_req *req)
 	ur.method = m->method;
 	ur.url = url;
 	ur.hdrs = &fwd;
-	ur.body_length = m->chunked ? -2 : m->content_length >= 0 ? m->content_length : -1;
+	if (req->has_filter && req->filtered_length >= 0)
+		ur.body_length = req->filtered_length;
+	else
+		ur.body_length = m->chunked ? -2 : m->content_length >= 0 ? m->content_length : -1;
 	ur.expect_continue = m->expect_continue;
 	ur.head = m->head;
 	req->sent_off = 0;
@@ -888,13 +909,13 @@ static void *op_on_head(void *arg, struct front_conn *conn, struct front_msg *ms
 	return req;
 }
 
-static int op_on_body(void *arg, const char *data, size_t len)
+/* Passes body bytes on to whoever takes them: the local consumer or the
+ * upstream buffer. Returns 0, or 1 when reading should pause. */
+static int body_sink(struct proxy_req *req, const char *data, size_t len)
 {
-	struct proxy_req *req = arg;
 	struct proxy *p = req->p;
 	int rc = 0;
 
-	req->bytes_in += len;
 	if (req->finished)
 		return 0;
 	req_hold(req);
@@ -931,15 +952,87 @@ out:
 	return rc;
 }
 
+int proxy_req_filter_emit(struct proxy_req *req, const char *data, size_t len)
+{
+	if (len && body_sink(req, data, len) > 0)
+		req->filter_pause = 1;
+	return req->finished ? -1 : 0;
+}
+
+/* The filter refused the body: stop the upstream transfer (its body never
+ * completes: the filter held back the last byte) or the local consumer,
+ * and answer the filter's error. */
+static void filter_failed(struct proxy_req *req, const struct proxy_body_error *e)
+{
+	if (req->finished)
+		return;
+	log_info("request \"%s\": request body refused: \"%s\"", req->id, e->code);
+	if (req->phase == PH_LOCAL && !req->replied) {
+		req->phase = PH_CHAIN;
+		req->consume_end(req, 0, req->consume_arg);
+		if (req->finished)
+			return;
+	}
+	if (req->phase == PH_RELAY) {
+		/* upstream already answered (early); it cannot have stored a
+		 * body it did not get in full: cut the exchange */
+		if (req->conn) {
+			front_conn_abort(req->conn);
+			req->conn = NULL;
+		}
+		req_finish(req, PROXY_OUT_UPSTREAM_ERROR);
+		return;
+	}
+	drop_xfer(req);
+	req->defer_forward = 0;
+	if (!req->replied)
+		proxy_req_reply_error(req, e->status, e->code, e->message, NULL);
+	else
+		req_finish(req, PROXY_OUT_LOCAL);
+}
+
+static int op_on_body(void *arg, const char *data, size_t len)
+{
+	struct proxy_req *req = arg;
+	struct proxy_body_error e = {0};
+	int rc;
+
+	req->bytes_in += len;
+	if (req->finished)
+		return 0;
+	if (!req->has_filter)
+		return body_sink(req, data, len);
+	req_hold(req);
+	req->filter_pause = 0;
+	if (req->filter.feed(req, data, len, req->filter.arg, &e) < 0)
+		filter_failed(req, &e);
+	rc = req->finished ? 0 : req->filter_pause;
+	if (rc)
+		req->body_stopped = 1;
+	req_put(req);
+	return rc;
+}
+
 static void op_on_body_end(void *arg)
 {
 	struct proxy_req *req = arg;
 
+	if (req->has_filter && !req->finished) {
+		struct proxy_body_error e = {0};
+
+		req_hold(req);
+		if (req->filter.end(req, req->filter.arg, &e) < 0)
+			filter_failed(req, &e);
+		req_put(req);
+	}
 	req->body_ended = 1;
 	if (req->finished)
 		return;
 	req_hold(req);
-	if (req->phase == PH_LOCAL)
+	if (req->defer_forward) {
+		req->defer_forward = 0;
+		start_forward(req);
+	} else if (req->phase == PH_LOCAL)
 		req->consume_end(req, 1, req->consume_arg);
 	else if (req->xfer)
 		upstream_resume_send(req->xfer);
@@ -1015,7 +1108,20 @@ const struct front_hdrs *proxy_req_headers(const struct proxy_req *req)
 
 int64_t proxy_req_content_length(const struct proxy_req *req)
 {
+	if (req->has_filter)
+		return req->filtered_length;
 	return req->msg->chunked ? -1 : req->msg->content_length;
+}
+
+int proxy_req_set_body_filter(struct proxy_req *req, const struct proxy_body_filter *f,
+			      int64_t length)
+{
+	if (req->has_filter || req->body_reading || req->phase != PH_CHAIN)
+		return -1;
+	req->filter = *f;
+	req->has_filter = 1;
+	req->filtered_length = length;
+	return 0;
 }
 
 int proxy_req_has_body(const struct proxy_req *req)
@@ -1248,6 +1354,11 @@ struct proxy *proxy_new(struct event_base *base, const struct proxy_config *cfg,
 fail:
 	proxy_free(p);
 	return NULL;
+}
+
+void proxy_set_tls(struct proxy *p, struct ssl_ctx_st *ctx)
+{
+	front_server_set_tls(p->front, ctx);
 }
 
 int proxy_listen(struct proxy *p, const char *addr, char *err, size_t errlen)

@@ -86,6 +86,10 @@ struct proxy *proxy_new(struct event_base *base, const struct proxy_config *cfg,
 /* Listens on "ADDR:PORT". Returns 0 or -1 with a message in err. */
 int proxy_listen(struct proxy *p, const char *addr, char *err, size_t errlen);
 
+/* TLS on every listener for connections accepted from now on (see
+ * front_server_set_tls); NULL: plain TCP. */
+void proxy_set_tls(struct proxy *p, struct ssl_ctx_st *ctx);
+
 /* Graceful stop: no new connections, requests in flight finish (bounded by
  * timeout_ms), then done(arg) runs on the loop. */
 void proxy_drain(struct proxy *p, long timeout_ms, void (*done)(void *arg), void *arg);
@@ -207,6 +211,43 @@ typedef void (*proxy_body_end_fn)(struct proxy_req *req, int ok, void *arg);
 int proxy_req_consume(struct proxy_req *req, proxy_body_fn on_body,
 		      proxy_body_end_fn on_end, void *arg);
 void proxy_req_consume_resume(struct proxy_req *req);
+
+/* ---- transforming the request body (authentication) -------------------
+ *
+ * A body filter sits between the client's body and whatever takes it (the
+ * upstream transfer, or proxy_req_consume's callbacks): feed() receives the
+ * client's bytes and passes on what should go further with
+ * proxy_req_filter_emit(); end() runs when the client's body is complete
+ * and emits the rest. Either returns -1 with *err filled to refuse the
+ * body: the proxy then cancels the upstream transfer (a filter that holds
+ * back its last byte until end() thus guarantees that nothing incomplete
+ * lands upstream when the forwarded length is known) or ends the local
+ * consumer with ok=0, and answers err. When the emitted length is 0 the
+ * upstream request starts only after end() succeeded. */
+struct proxy_body_error {
+	int status;
+	const char *code;          /* static */
+	char message[192];
+};
+
+struct proxy_body_filter {
+	int (*feed)(struct proxy_req *req, const char *data, size_t len, void *arg,
+		    struct proxy_body_error *err);
+	int (*end)(struct proxy_req *req, void *arg, struct proxy_body_error *err);
+	void (*free_fn)(void *arg);  /* when the req is freed; may be NULL */
+	void *arg;
+};
+
+/* Installs f (copied) from on_request, before the body is read. length is
+ * the emitted body's length, forwarded as Content-Length and returned by
+ * proxy_req_content_length (-1: unknown, forwarded like the client's
+ * framing). Returns 0, or -1 if too late or a filter is already set. */
+int proxy_req_set_body_filter(struct proxy_req *req, const struct proxy_body_filter *f,
+			      int64_t length);
+
+/* From feed/end only: passes data on. Returns 0, or -1 once the request is
+ * over (stop emitting). */
+int proxy_req_filter_emit(struct proxy_req *req, const char *data, size_t len);
 
 /* ---- the upstream response -------------------------------------------- */
 
