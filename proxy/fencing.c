@@ -14,12 +14,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include <event2/event.h>
+
 #include "accesslog.h"
 #include "fence.h"
 #include "lockkey.h"
 #include "log.h"
 #include "multipart.h"
 #include "objcache.h"
+#include "policy.h"
 #include "s3err.h"
 #include "token.h"
 
@@ -45,6 +48,11 @@ struct fencing {
 	FILE *access_log;
 	struct tstore *tstores;        /* nthreads rows of TSTORES_PER_THREAD */
 	unsigned long upstream_count;
+	/* HTTP mode */
+	bool http_mode;
+	struct event_base *base;
+	long barrier_timeout_ms;
+	struct policy *policy;         /* NULL: no config (lock from X-Fencing-Lock) */
 };
 
 enum op_kind {
@@ -94,6 +102,14 @@ struct freq {
 	/* multipart answer capture */
 	char *resp_body;
 	size_t resp_len;
+	/* HTTP mode */
+	char *path;                    /* the request path, for the log */
+	unsigned fenced_methods;       /* the route's; 0: FENCE_METHODS_DEFAULT */
+	bool strict;                   /* the route is strict */
+	struct barrier_waiter waiter;  /* queued in lock->barrier while waiting */
+	bool barrier_waiting;          /* waiter is queued or on the ready list */
+	bool barrier_counted;          /* forwarded: counts in flight until done */
+	struct event *barrier_timer;
 	/* log */
 	const char *verdict;
 	bool has_current;
@@ -108,6 +124,9 @@ static void freq_free(void *arg)
 
 	if (!fr)
 		return;
+	if (fr->barrier_timer)
+		event_free(fr->barrier_timer);
+	free(fr->path);
 	free(fr->key);
 	free(fr->body);
 	free(fr->resp_body);
@@ -196,17 +215,23 @@ static enum proxy_action reply_error(struct freq *fr, int status, const char *co
 		snprintf(resource, sizeof(resource), "/%s/%.1100s", fr->bucket, fr->key);
 		e.resource = resource;
 	}
-	body = s3err_xml_dup(&e, &len);
+	if (fr->f->http_mode)
+		body = s3err_json_dup(&e, &len); /* resource unset: not in JSON */
+	else
+		body = s3err_xml_dup(&e, &len);
 	if (status == 409 || status == 428 || status == 400)
 		count_rejection(fr->f, code);
 	if (has_epoch) {
 		snprintf(num, sizeof(num), "%" PRIu64, epoch);
 		front_hdrs_add(&h, "X-Fencing-Epoch", num);
 	}
+	if (status == 503 && fr->f->http_mode)
+		front_hdrs_add(&h, "Retry-After", "1");
 	if (!body)
 		proxy_req_reply_error(fr->req, status, code, message, &h);
 	else
-		proxy_req_reply(fr->req, status, &h, S3ERR_XML_CONTENT_TYPE, body, len);
+		proxy_req_reply(fr->req, status, &h, fr->f->http_mode ? S3ERR_JSON_CONTENT_TYPE :
+				S3ERR_XML_CONTENT_TYPE, body, len);
 	front_hdrs_clear(&h);
 	free(body);
 	return PROXY_HANDLED; /* fr may be gone now (a consumed request) */
@@ -266,6 +291,7 @@ static struct store *thread_store(struct fencing *f, const char *bucket, char *e
 
 static enum proxy_action step_decide(struct freq *fr);
 static enum proxy_action step_cas(struct freq *fr);
+static enum proxy_action http_admit(struct freq *fr);
 static enum proxy_resp_action on_response(struct proxy_req *req, void *arg);
 
 /* Continues a suspended request with the action a step returned. */
@@ -339,10 +365,11 @@ static enum proxy_action step_decide(struct freq *fr)
 
 	memset(&in, 0, sizeof(in));
 	in.method = proxy_req_method(fr->req);
+	in.fenced_methods = fr->fenced_methods;
 	in.token = fr->token;
 	in.current_epoch = lk->high_water;
 	in.lock_file_exists = fr->lock_file_exists;
-	in.strict = lk->strict;
+	in.strict = lk->strict || fr->strict;
 	if (t && t > lk->high_water) {
 		in.epoch_released = fr->lookup_released;
 		in.lease_lapsed = fr->lookup_lapsed;
@@ -382,6 +409,8 @@ static enum proxy_action step_decide(struct freq *fr)
 	if (f->metrics)
 		metrics_set(f->metrics->lock_epoch, (const char *[]){ lk->name },
 			    (double)lk->high_water);
+	if (f->http_mode)
+		return http_admit(fr);
 	if (fr->kind == OP_UPLOAD_PART || fr->kind == OP_ABORT_MPU || fr->kind == OP_OTHER_WRITE)
 		return PROXY_PASS;
 	if (kind_stamps(fr->kind)) {
@@ -951,6 +980,7 @@ static struct token read_token(struct proxy_req *req)
 }
 
 static void req_done(const struct proxy_summary *s, void *arg);
+static enum proxy_action http_on_request(struct fencing *f, struct freq *fr);
 
 enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 {
@@ -979,6 +1009,8 @@ enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 	fr->t_forward_us = mono_us();
 	proxy_req_set_ctx(req, fr, freq_free);
 	proxy_req_on_done(req, req_done, fr);
+	if (f->http_mode)
+		return http_on_request(f, fr);
 	if (f->s3_endpoint)
 		proxy_req_on_response(req, on_response, fr);
 
@@ -1110,6 +1142,270 @@ enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 	return step_decide(fr);
 }
 
+/* ---- HTTP mode ------------------------------------------------------------
+ *
+ * Any HTTP API downstream: no buckets, no object CAS. The lock comes from
+ * the route (config) or X-Fencing-Lock (no config, or a route that allows
+ * it); the decision is fence_decide's; an allowed write passes the lock's
+ * epoch barrier (barrier.h) and is forwarded with X-Fencing-Token: T and
+ * X-Fencing-Lock: NAME, whatever header the token came in. */
+
+static void barrier_drain_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Decides the waiters the barrier released or overtook, from the loop (not
+ * from inside another request's done hook). */
+static void barrier_schedule(struct fencing *f, struct lockreg_entry *lk)
+{
+	static const struct timeval zero = { 0, 0 };
+
+	if (!lk->barrier.ready || lk->barrier_scheduled)
+		return;
+	if (event_base_once(f->base, -1, EV_TIMEOUT, barrier_drain_cb, lk, &zero) == 0)
+		lk->barrier_scheduled = true;
+	else
+		log_error("lock \"%s\": cannot schedule the epoch barrier", lk->name);
+}
+
+/* Sets the downstream's fencing headers and forwards (counted in flight). */
+static enum proxy_action http_forward(struct freq *fr)
+{
+	char num[24];
+
+	snprintf(num, sizeof(num), "%" PRIu64, fr->epoch);
+	fr->barrier_counted = true;
+	fr->verdict = fence_strverdict(FENCE_FORWARD);
+	if (proxy_req_set_header(fr->req, "X-Fencing-Token", num) < 0 ||
+	    proxy_req_set_header(fr->req, "X-Fencing-Lock", fr->lock->name) < 0)
+		return reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+	return PROXY_PASS;
+}
+
+static enum proxy_action http_barrier_stale(struct freq *fr)
+{
+	struct lockreg_entry *lk = fr->lock;
+	uint64_t c = lk->high_water > lk->barrier.accepted ? lk->high_water : lk->barrier.accepted;
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "epoch %" PRIu64 " is below epoch %" PRIu64
+		 " already accepted for lock \"%.64s\"", fr->epoch, lk->barrier.accepted, lk->name);
+	fr->verdict = fence_strverdict(FENCE_REJECT_STALE);
+	fr->has_current = true;
+	fr->current = c;
+	log_info("request \"%s\" lock \"%s\" epoch \"%" PRIu64 "\" accepted \"%" PRIu64
+		 "\": \"barrier_stale\"", proxy_req_id(fr->req), lk->name, fr->epoch,
+		 lk->barrier.accepted);
+	return reply_error(fr, 409, "FencingTokenStale", msg, true, c);
+}
+
+static void barrier_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lockreg_entry *lk = arg;
+	struct barrier_waiter *w;
+
+	(void)fd;
+	(void)what;
+	lk->barrier_scheduled = false;
+	while ((w = barrier_pop(&lk->barrier))) {
+		struct freq *fr = w->cookie;
+
+		fr->barrier_waiting = false;
+		evtimer_del(fr->barrier_timer);
+		if (w->verdict == BARRIER_GO) {
+			/* counted now; a client that left is finished by the
+			 * resume, and its done hook uncounts it */
+			continue_with(fr, http_forward(fr));
+		} else {
+			proxy_req_resume(fr->req, http_barrier_stale(fr));
+		}
+	}
+}
+
+static void barrier_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct freq *fr = arg;
+	struct lockreg_entry *lk = fr->lock;
+	char msg[240];
+
+	(void)fd;
+	(void)what;
+	if (!fr->barrier_waiting || fr->waiter.verdict != BARRIER_WAIT)
+		return; /* decided meanwhile: the drain answers it */
+	barrier_cancel(&lk->barrier, &fr->waiter);
+	fr->barrier_waiting = false;
+	snprintf(msg, sizeof(msg), "writes of an older epoch of lock \"%.64s\" are still in flight "
+		 "after %ld ms; epoch %" PRIu64 " was not forwarded, retry", lk->name,
+		 fr->f->barrier_timeout_ms, fr->epoch);
+	fr->verdict = "barrier_timeout";
+	log_warn("request \"%s\" lock \"%s\" epoch \"%" PRIu64 "\": \"barrier_timeout\"",
+		 proxy_req_id(fr->req), lk->name, fr->epoch);
+	proxy_req_resume(fr->req, reply_error(fr, 503, "FencingBarrierTimeout", msg, false, 0));
+}
+
+/* The write was decided FORWARD: pass the lock's epoch barrier. */
+static enum proxy_action http_admit(struct freq *fr)
+{
+	struct fencing *f = fr->f;
+	struct lockreg_entry *lk = fr->lock;
+	enum barrier_verdict v;
+	struct timeval tv;
+
+	v = barrier_admit(&lk->barrier, fr->epoch, &fr->waiter, fr);
+	barrier_schedule(f, lk); /* waiters this epoch overtook are now stale */
+	switch (v) {
+	case BARRIER_GO:
+		return http_forward(fr);
+	case BARRIER_STALE:
+		return http_barrier_stale(fr);
+	case BARRIER_WAIT:
+		break;
+	}
+	fr->barrier_waiting = true;
+	fr->verdict = "barrier_wait";
+	if (!fr->barrier_timer)
+		fr->barrier_timer = evtimer_new(f->base, barrier_timeout_cb, fr);
+	tv.tv_sec = f->barrier_timeout_ms / 1000;
+	tv.tv_usec = (f->barrier_timeout_ms % 1000) * 1000;
+	if (!fr->barrier_timer || evtimer_add(fr->barrier_timer, &tv) < 0) {
+		barrier_cancel(&lk->barrier, &fr->waiter);
+		fr->barrier_waiting = false;
+		return reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+	}
+	log_info("request \"%s\" lock \"%s\" epoch \"%" PRIu64 "\" in flight \"%zu\" of epoch \"%"
+		 PRIu64 "\": \"barrier_wait\"", proxy_req_id(fr->req), lk->name, fr->epoch,
+		 lk->barrier.n_inflight, lk->barrier.inflight_epoch);
+	return PROXY_SUSPEND;
+}
+
+/* The lock of a write in HTTP mode: from the policy's route, or without a
+ * config from X-Fencing-Lock. Returns the entry, or NULL after replying
+ * (*act set) or when the request is not fenced at all (*act = PASS). */
+static struct lockreg_entry *http_lock_for(struct freq *fr, enum proxy_action *act)
+{
+	struct fencing *f = fr->f;
+	struct proxy_req *req = fr->req;
+	const struct policy *pol = f->policy;
+	const struct policy_route *route = NULL;
+	const struct policy_lock *pl = NULL;
+	char name[TOKEN_LOCK_NAME_MAX + 1], path[8192];
+	enum token_lock_status ls;
+	struct lockreg_entry *lk;
+	const char *why = NULL;
+	bool header_ok = pol == NULL;
+
+	*act = PROXY_HANDLED;
+	ls = token_lock_from_request(proxy_req_header(req, "X-Fencing-Lock"),
+				     proxy_req_header(req, "x-amz-meta-fencing-lock"), name,
+				     sizeof(name));
+	if (ls == TOKEN_LOCK_INVALID || ls == TOKEN_LOCK_CONFLICT) {
+		fr->verdict = "refused";
+		reply_error(fr, 400, "InvalidFencingLock",
+			    "X-Fencing-Lock must be one lock name of [A-Za-z0-9._-]{1,128}", false, 0);
+		return NULL;
+	}
+	if (pol) {
+		if (policy_path_decode(proxy_req_path(req), path, sizeof(path)) < 0) {
+			fr->verdict = "refused";
+			reply_error(fr, 400, "InvalidURI", "the path is not a valid request path",
+				    false, 0);
+			return NULL;
+		}
+		route = policy_route_for(pol, path);
+		if (route) {
+			pl = route->lock;
+			fr->fenced_methods = route->methods;
+			fr->strict = route->strict;
+			header_ok = route->allow_lock_header;
+		} else if (pol->unrouted_writes == POLICY_UNROUTED_REJECT) {
+			if (!(fence_method_bit(proxy_req_method(req)) & FENCE_METHODS_DEFAULT)) {
+				*act = PROXY_PASS;
+				return NULL;
+			}
+			fr->verdict = "refused";
+			reply_error(fr, 403, "AccessDenied", "no route fences writes to this path",
+				    false, 0);
+			return NULL;
+		} else if (pol->unrouted_writes == POLICY_UNROUTED_ALLOW) {
+			fr->verdict = "unfenced";
+			*act = PROXY_PASS;
+			return NULL;
+		}
+	}
+	if (!(fence_method_bit(proxy_req_method(req)) &
+	      (fr->fenced_methods ? fr->fenced_methods : FENCE_METHODS_DEFAULT))) {
+		fr->verdict = fence_strverdict(FENCE_READ_PASS);
+		*act = PROXY_PASS;
+		return NULL;
+	}
+	if (ls == TOKEN_LOCK_OK && !header_ok && !(pl && strcmp(pl->name, name) == 0)) {
+		fr->verdict = "refused";
+		reply_error(fr, 400, "InvalidFencingLock",
+			    "this route does not let a request name its lock", false, 0);
+		return NULL;
+	}
+	if (ls == TOKEN_LOCK_OK && pol && header_ok) {
+		pl = policy_lock_by_name(pol, name);
+		if (!pl) {
+			fr->verdict = "refused";
+			reply_error(fr, 400, "InvalidFencingLock", "no lock of that name is configured",
+				    false, 0);
+			return NULL;
+		}
+	}
+	if (pl) {
+		lk = lockreg_get_at(f->locks, pl->name, pl->store, pl->prefix, 1, &why);
+	} else if (pol && !route) {
+		/* unrouted_writes "bucket_lock": the first path segment, in the
+		 * lock store */
+		if (!pol->lock_store || !policy_bucket_lock(pol, path, name, sizeof(name))) {
+			fr->verdict = "refused";
+			reply_error(fr, 403, "AccessDenied", "no lock guards this path", false, 0);
+			return NULL;
+		}
+		lk = lockreg_get_at(f->locks, name, pol->lock_store, NULL, 1, &why);
+	} else if (ls == TOKEN_LOCK_OK) {
+		lk = lockreg_get(f->locks, name, NULL, 1, &why);
+	} else {
+		fr->verdict = fence_strverdict(FENCE_REJECT_MISSING);
+		reply_error(fr, 428, "FencingLockMissing",
+			    "a write must name its lock: send X-Fencing-Lock: NAME with "
+			    "X-Fencing-Token: EPOCH", false, 0);
+		return NULL;
+	}
+	if (!lk) {
+		reply_error(fr, 503, "ServiceUnavailable",
+			    why && strcmp(why, "full") == 0 ? "too many locks in use"
+							    : "cannot track this lock", false, 0);
+		return NULL;
+	}
+	return lk;
+}
+
+static enum proxy_action http_on_request(struct fencing *f, struct freq *fr)
+{
+	struct proxy_req *req = fr->req;
+	enum proxy_action act;
+	int r;
+
+	(void)f;
+	fr->kind = OP_OTHER_WRITE;
+	fr->key = strdup(proxy_req_path(req));
+	if (!fr->key)
+		return reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+	fr->lock = http_lock_for(fr, &act);
+	if (!fr->lock) {
+		if (act == PROXY_PASS && !fr->verdict)
+			fr->verdict = fence_strverdict(FENCE_READ_PASS);
+		return act;
+	}
+	fr->token = read_token(req);
+	r = lockreg_when_current(f->locks, fr->lock, fr->strict || fr->lock->strict, loaded_cb, fr);
+	if (r < 0)
+		return reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+	if (r == 0)
+		return PROXY_SUSPEND;
+	return step_decide(fr);
+}
+
 /* ---- completion: metrics and the access log ----------------------------- */
 
 static void write_log(struct fencing *f, const struct proxy_summary *s, const char *bucket,
@@ -1154,6 +1450,13 @@ static void req_done(const struct proxy_summary *s, void *arg)
 {
 	struct freq *fr = arg;
 
+	if (fr->barrier_counted) {
+		/* the forwarded write is over: older-epoch barrier lifts */
+		fr->barrier_counted = false;
+		barrier_done(&fr->lock->barrier, fr->epoch);
+		barrier_schedule(fr->f, fr->lock);
+	}
+
 	if (fr->kind == OP_CREATE_MPU && s->outcome == PROXY_OUT_UPSTREAM &&
 	    s->status >= 200 && s->status < 300)
 		record_upload(fr);
@@ -1173,6 +1476,15 @@ void fencing_log_request(struct fencing *f, const struct proxy_summary *s, const
 
 /* ---- lifecycle ---------------------------------------------------------- */
 
+static void preload_cb(struct lockreg_entry *e, int ok, void *arg)
+{
+	(void)arg;
+	if (ok)
+		log_info("lock \"%s\": epoch \"%" PRIu64 "\" loaded", e->name, e->high_water);
+	else
+		log_warn("lock \"%s\": cannot load its epoch: %s", e->name, e->load_err);
+}
+
 struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t errlen)
 {
 	struct fencing *f = calloc(1, sizeof(*f));
@@ -1187,6 +1499,14 @@ struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t 
 	f->metrics = cfg->metrics;
 	f->max_cas_retries = cfg->max_cas_retries > 0 ? cfg->max_cas_retries : 3;
 	f->access_log = cfg->access_log;
+	f->http_mode = cfg->http_mode;
+	f->base = cfg->base;
+	f->barrier_timeout_ms = cfg->barrier_timeout_ms > 0 ? cfg->barrier_timeout_ms : 5000;
+	if (f->http_mode && !f->base) {
+		snprintf(err, errlen, "fencing: HTTP mode needs the event base (epoch barrier)");
+		fencing_free(f);
+		return NULL;
+	}
 	if (cfg->s3_endpoint && !(f->s3_endpoint = strdup(cfg->s3_endpoint)))
 		goto nomem;
 	if (cfg->region && !(f->region = strdup(cfg->region)))
@@ -1229,7 +1549,39 @@ void fencing_free(struct fencing *f)
 	multipart_free(f->uploads);
 	free(f->s3_endpoint);
 	free(f->region);
+	policy_free(f->policy);
 	free(f);
+}
+
+int fencing_set_policy(struct fencing *f, struct policy *pol, char *err, size_t errlen)
+{
+	struct policy *old = f->policy;
+
+	if (pol) {
+		/* register configured locks now: a request names them by name,
+		 * and their high-water marks load before the first write */
+		for (size_t i = 0; i < pol->nlocks; i++) {
+			const struct policy_lock *pl = &pol->locks[i];
+			const char *why = NULL;
+			struct lockreg_entry *e = lockreg_get_at(f->locks, pl->name, pl->store,
+								 pl->prefix, 1, &why);
+
+			if (!e) {
+				snprintf(err, errlen, "lock \"%s\": %s", pl->name,
+					 why ? why : "cannot register");
+				return -1;
+			}
+			if (strcmp(e->store_url, pl->store) != 0 || strcmp(e->prefix, pl->prefix) != 0)
+				log_warn("lock \"%s\" moved to \"%s\" \"%s\": a restart is needed to "
+					 "use it (still \"%s\" \"%s\")", pl->name, pl->store, pl->prefix,
+					 e->store_url, e->prefix);
+			if (f->jobs && !e->loaded)
+				lockreg_when_loaded(f->locks, e, preload_cb, NULL);
+		}
+	}
+	f->policy = policy_hold(pol);
+	policy_free(old);
+	return 0;
 }
 
 unsigned long fencing_upstream_requests(const struct fencing *f)

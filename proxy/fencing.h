@@ -13,11 +13,16 @@
  * handler only decides and stamps; s3local does the object CAS (s3local.h,
  * FENCING CONTRACT).
  *
+ * In HTTP mode (http_mode) it fences any HTTP API instead: the same
+ * decision and JSON error bodies, the token forwarded downstream in
+ * X-Fencing-Token, and the per-lock epoch barrier (barrier.h).
+ *
  * It does not parse configuration, authenticate clients, or serve /_fence/
  * (lockapi.h does). */
 #ifndef FENCE_FENCING_H
 #define FENCE_FENCING_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "jobs.h"
@@ -39,11 +44,28 @@ struct fencing_config {
 	size_t multipart_capacity;      /* uploads remembered; 0: 10000 */
 	int max_cas_retries;            /* re-sends after a lost race; 0: 3 */
 	FILE *access_log;               /* one JSON line per request; NULL: none */
+	/* HTTP mode (any HTTP API downstream): no buckets, no object CAS, JSON
+	 * errors, the lock from the policy's route or X-Fencing-Lock (the
+	 * registry's lock_store without a config), the epoch barrier */
+	bool http_mode;
+	struct event_base *base;        /* HTTP mode: barrier timers */
+	long barrier_timeout_ms;        /* a newer epoch's write waits at most
+					 * this long for older in-flight writes,
+					 * then 503 FencingBarrierTimeout; 0: 5000 */
 };
 
 /* Returns NULL with a message in err. Strings are copied; locks, jobs and
  * metrics must outlive it. */
 struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t errlen);
+
+/* HTTP mode: routes -> locks from a policy (NULL: none, the lock comes
+ * from X-Fencing-Lock). Takes its own reference (policy_hold) and drops the
+ * previous policy's, so it may be called again on a reload. Registers every
+ * configured lock in the registry and starts loading its epoch. A lock
+ * whose store or prefix changed keeps the old placement until a restart
+ * (warned). Returns 0, or -1 with a message in err. */
+struct policy;
+int fencing_set_policy(struct fencing *f, struct policy *pol, char *err, size_t errlen);
 
 /* Call after jobs_free() (no HEAD job may still run). Accepts NULL. */
 void fencing_free(struct fencing *f);

@@ -33,6 +33,7 @@ struct lockreg {
 	struct jobs *jobs;
 	char *s3_endpoint;
 	char *data_dir;
+	char *lock_store;
 	char *region;
 	size_t max_locks;
 	long refresh_ms;
@@ -96,6 +97,33 @@ int lockreg_default_prefix(const char *name, char *out, size_t outlen)
 {
 	int n = snprintf(out, outlen, "locks/%s/lock-", name);
 
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+int lockreg_store_prefix(const char *store_url, const char *name, char *out, size_t outlen)
+{
+	const char *root = "", *slash;
+	size_t rlen = 0;
+	int n;
+
+	if (!store_url || !name)
+		return -1;
+	if (strncmp(store_url, "s3://", 5) == 0) {
+		slash = strchr(store_url + 5, '/');
+		if (slash == store_url + 5)
+			return -1; /* no bucket */
+		if (slash) {
+			root = slash + 1;
+			rlen = strlen(root);
+			while (rlen && root[rlen - 1] == '/')
+				rlen--;
+		}
+	} else if (strncmp(store_url, "file://", 7) != 0) {
+		return -1;
+	}
+	if (rlen > (size_t)INT32_MAX)
+		return -1;
+	n = snprintf(out, outlen, "%.*s%slocks/%s/lock-", (int)rlen, root, rlen ? "/" : "", name);
 	return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
@@ -183,6 +211,7 @@ static char *dup_opt(const char *s, int *fail)
 struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t errlen)
 {
 	struct lockreg *r = calloc(1, sizeof(*r));
+	char probe_prefix[LOCKREG_PREFIX_MAX];
 	int fail = 0;
 
 	if (!r) {
@@ -193,6 +222,7 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 	r->jobs = cfg->jobs;
 	r->s3_endpoint = dup_opt(cfg->s3_endpoint, &fail);
 	r->data_dir = dup_opt(cfg->data_dir, &fail);
+	r->lock_store = dup_opt(cfg->lock_store, &fail);
 	r->region = dup_opt(cfg->region, &fail);
 	r->max_locks = cfg->max_locks ? cfg->max_locks : LOCKREG_DEFAULT_MAX_LOCKS;
 	r->refresh_ms = cfg->refresh_ms ? cfg->refresh_ms : 1000;
@@ -200,8 +230,15 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 	r->self_test = cfg->self_test;
 	if (fail)
 		goto nomem;
-	if (!r->s3_endpoint && !r->data_dir && r->jobs) {
-		snprintf(err, errlen, "lockreg: neither an S3 endpoint nor a data directory");
+	if (r->lock_store &&
+	    lockreg_store_prefix(r->lock_store, "x", probe_prefix, sizeof(probe_prefix)) < 0) {
+		snprintf(err, errlen, "lock store \"%.200s\" is neither s3://BUCKET[/ROOT] nor "
+			 "file:///DIR", r->lock_store);
+		lockreg_free(r);
+		return NULL;
+	}
+	if (!r->s3_endpoint && !r->data_dir && !r->lock_store && r->jobs) {
+		snprintf(err, errlen, "lockreg: neither an S3 endpoint, a data directory nor a lock store");
 		lockreg_free(r);
 		return NULL;
 	}
@@ -229,10 +266,13 @@ void lockreg_free(struct lockreg *r)
 		event_free(r->refresh_ev);
 	for (e = r->first; e; e = next) {
 		next = e->next;
-		while (e->waiters) {
-			struct lockreg_waiter *w = e->waiters;
+		while (e->waiters || e->waiters_next) {
+			struct lockreg_waiter *w = e->waiters ? e->waiters : e->waiters_next;
 
-			e->waiters = w->next;
+			if (w == e->waiters)
+				e->waiters = w->next;
+			else
+				e->waiters_next = w->next;
 			free(w);
 		}
 		while (e->ops_head) {
@@ -247,24 +287,20 @@ void lockreg_free(struct lockreg *r)
 	}
 	free(r->s3_endpoint);
 	free(r->data_dir);
+	free(r->lock_store);
 	free(r->region);
 	free(r);
 }
 
-struct lockreg_entry *lockreg_get(struct lockreg *r, const char *name, const char *bucket,
-				  int create, const char **why)
+/* Finds lock name, or creates it (create set) with the given placement:
+ * bucket (may be "") and either store_url + prefix or the bucket default. */
+static struct lockreg_entry *entry_get(struct lockreg *r, const char *name, const char *bucket,
+				       const char *store_url, const char *prefix, int create,
+				       const char **why)
 {
-	unsigned h;
+	unsigned h = name_hash(name);
 	struct lockreg_entry *e;
 
-	if (why)
-		*why = NULL;
-	if (!name || !lock_name_valid(name) || !bucket || !lockreg_bucket_valid(bucket)) {
-		if (why)
-			*why = "invalid";
-		return NULL;
-	}
-	h = name_hash(name);
 	for (e = r->table[h]; e; e = e->hnext)
 		if (strcmp(e->name, name) == 0)
 			return e;
@@ -282,11 +318,32 @@ struct lockreg_entry *lockreg_get(struct lockreg *r, const char *name, const cha
 		return NULL;
 	}
 	snprintf(e->name, sizeof(e->name), "%s", name);
-	snprintf(e->bucket, sizeof(e->bucket), "%s", bucket);
-	lockreg_default_prefix(name, e->prefix, sizeof(e->prefix));
+	snprintf(e->bucket, sizeof(e->bucket), "%s", bucket ? bucket : "");
+	if (store_url) {
+		int n1 = snprintf(e->store_url, sizeof(e->store_url), "%s", store_url);
+		int bad = n1 < 0 || (size_t)n1 >= sizeof(e->store_url);
+
+		if (prefix) {
+			int n2 = snprintf(e->prefix, sizeof(e->prefix), "%s", prefix);
+
+			bad = bad || n2 < 0 || (size_t)n2 >= sizeof(e->prefix) || !prefix[0];
+		} else {
+			bad = bad || lockreg_store_prefix(store_url, name, e->prefix,
+							  sizeof(e->prefix)) < 0;
+		}
+		if (bad) {
+			free(e);
+			if (why)
+				*why = "invalid";
+			return NULL;
+		}
+	} else {
+		lockreg_default_prefix(name, e->prefix, sizeof(e->prefix));
+	}
 	e->reg = r;
 	e->state = LOCK_STATE_FREE;
 	e->last_used_ms = lockreg_mono_ms();
+	e->barrier = (struct barrier)BARRIER_INIT;
 	e->hnext = r->table[h];
 	r->table[h] = e;
 	if (r->last)
@@ -296,6 +353,35 @@ struct lockreg_entry *lockreg_get(struct lockreg *r, const char *name, const cha
 	r->last = e;
 	r->count++;
 	return e;
+}
+
+struct lockreg_entry *lockreg_get(struct lockreg *r, const char *name, const char *bucket,
+				  int create, const char **why)
+{
+	if (why)
+		*why = NULL;
+	if (!name || !lock_name_valid(name) ||
+	    (!r->lock_store && (!bucket || !lockreg_bucket_valid(bucket)))) {
+		if (why)
+			*why = "invalid";
+		return NULL;
+	}
+	if (r->lock_store)
+		return entry_get(r, name, "", r->lock_store, NULL, create, why);
+	return entry_get(r, name, bucket, NULL, NULL, create, why);
+}
+
+struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const char *store_url,
+				     const char *prefix, int create, const char **why)
+{
+	if (why)
+		*why = NULL;
+	if (!name || !lock_name_valid(name) || !store_url) {
+		if (why)
+			*why = "invalid";
+		return NULL;
+	}
+	return entry_get(r, name, "", store_url, prefix, create, why);
 }
 
 struct lockreg_entry *lockreg_first(struct lockreg *r)
@@ -316,14 +402,21 @@ static void ensure_open(struct lockreg_entry *e, struct lockreg_io *io, char *er
 	struct lockreg *r = e->reg;
 	struct store_config sc;
 	struct lock_options lo;
-	char url[1200];
+	char url[LOCKREG_STORE_MAX + 4200];
 
 	io->st = NULL;
 	io->lk = NULL;
 	io->err = NULL;
 	if (!e->st) {
 		memset(&sc, 0, sizeof(sc));
-		if (r->s3_endpoint) {
+		if (e->store_url[0]) {
+			/* its own store; an s3:// one on the S3 upstream in S3
+			 * mode, else on AWS_ENDPOINT_URL / AWS */
+			snprintf(url, sizeof(url), "%s", e->store_url);
+			sc.endpoint = r->s3_endpoint;
+			sc.region = r->region;
+			sc.path_style = -1;
+		} else if (r->s3_endpoint) {
 			snprintf(url, sizeof(url), "s3://%s", e->bucket);
 			sc.endpoint = r->s3_endpoint;
 			sc.region = r->region;
@@ -452,6 +545,8 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	j->code = lock_status(io->lk, &j->info, j->err, sizeof(j->err));
 }
 
+static int start_load(struct lockreg *r, struct lockreg_entry *e);
+
 static void load_done(struct lockreg_entry *e, void *arg)
 {
 	struct load_job *j = arg;
@@ -481,6 +576,23 @@ static void load_done(struct lockreg_entry *e, void *arg)
 			free(w);
 			w = next;
 		}
+		if (e->waiters_next && !e->loading) {
+			/* fresh loads asked for during this one: one more load */
+			e->waiters = e->waiters_next;
+			e->waiters_next = NULL;
+			if (start_load(e->reg, e) < 0) {
+				w = e->waiters;
+				e->waiters = NULL;
+				snprintf(e->load_err, sizeof(e->load_err), "out of memory");
+				while (w) {
+					struct lockreg_waiter *next = w->next;
+
+					w->cb(e, 0, w->arg);
+					free(w);
+					w = next;
+				}
+			}
+		}
 	}
 	free(j);
 }
@@ -506,18 +618,31 @@ static int start_load(struct lockreg *r, struct lockreg_entry *e)
 int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_loaded_fn cb,
 			void *arg)
 {
+	return lockreg_when_current(r, e, e->strict, cb, arg);
+}
+
+int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
+			 lockreg_loaded_fn cb, void *arg)
+{
 	struct lockreg_waiter *w;
 
 	lockreg_touch(e);
-	if (e->loaded && !e->strict)
+	if (e->loaded && !fresh)
 		return 1;
 	if (!r->jobs)
-		return e->loaded ? 1 : -1;
+		return e->loaded && !fresh ? 1 : -1;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -1;
 	w->cb = cb;
 	w->arg = arg;
+	if (fresh && e->loading) {
+		/* the running load may have listed before this request came:
+		 * wait for the next one */
+		w->next = e->waiters_next;
+		e->waiters_next = w;
+		return 0;
+	}
 	w->next = e->waiters;
 	e->waiters = w;
 	if (start_load(r, e) < 0) {

@@ -26,12 +26,14 @@
 
 #include <event2/event.h>
 
+#include "barrier.h"
 #include "jobs.h"
 #include "lock.h"
 #include "store.h"
 
 #define LOCKREG_BUCKET_MAX 63
-#define LOCKREG_PREFIX_MAX (LOCK_NAME_MAX + 16)
+#define LOCKREG_PREFIX_MAX 1024
+#define LOCKREG_STORE_MAX 1024
 #define LOCKREG_DEFAULT_MAX_LOCKS 10000
 
 struct lockreg;
@@ -45,6 +47,10 @@ struct lockreg_config {
 				   * endpoint (credentials from the environment);
 				   * NULL: file stores DATA_DIR/BUCKET */
 	const char *data_dir;     /* embedded mode: the local directory */
+	const char *lock_store;   /* HTTP mode: "s3://BUCKET[/ROOT]" or "file:///DIR";
+				   * lockreg_get puts lock NAME there under
+				   * "<ROOT/>locks/NAME/lock-" and ignores bucket
+				   * (S3 endpoint: AWS_ENDPOINT_URL, else AWS) */
 	const char *region;       /* S3 signing region; NULL: environment */
 	size_t max_locks;         /* 0: LOCKREG_DEFAULT_MAX_LOCKS */
 	long refresh_ms;          /* list after the cached key this often; 0: 1000;
@@ -60,6 +66,8 @@ struct lockreg_entry {
 	char name[LOCK_NAME_MAX + 1];
 	char bucket[LOCKREG_BUCKET_MAX + 1];
 	char prefix[LOCKREG_PREFIX_MAX];
+	char store_url[LOCKREG_STORE_MAX]; /* "" : derived from bucket (S3 mode,
+				      * embedded); else the lock's own store */
 	bool strict;                 /* list before every write */
 
 	/* loop thread only */
@@ -75,12 +83,17 @@ struct lockreg_entry {
 	char load_err[256];
 	int64_t last_refresh_ms;     /* monotonic */
 	int64_t last_used_ms;        /* monotonic */
+	struct barrier barrier;      /* HTTP mode: the epoch barrier (barrier.h) */
+	bool barrier_scheduled;      /* fencing.c: a drain of barrier.ready is
+				      * queued on the loop */
 
 	/* private */
 	struct lockreg *reg;
 	struct lockreg_entry *next;
 	struct lockreg_entry *hnext; /* hash chain */
 	struct lockreg_waiter *waiters;
+	struct lockreg_waiter *waiters_next; /* fresh loads asked for while a
+				      * load was running: the next load */
 	struct lockreg_op *ops_head, *ops_tail;
 	bool busy;
 	bool loading;
@@ -98,6 +111,12 @@ int lockreg_bucket_valid(const char *name);
 
 /* "locks/NAME/lock-" into out. Returns 0, or -1 if it does not fit. */
 int lockreg_default_prefix(const char *name, char *out, size_t outlen);
+
+/* "<ROOT/>locks/NAME/lock-" for lock NAME in the store store_url
+ * ("s3://BUCKET/ROOT" → "ROOT/locks/NAME/lock-"; file:// → no root), the
+ * prefix fencectl --store uses. Returns 0, or -1 if it does not fit or
+ * store_url is neither s3:// nor file://. */
+int lockreg_store_prefix(const char *store_url, const char *name, char *out, size_t outlen);
 
 /* Records what is known about epoch: C = max(C, epoch); when epoch >= the
  * epoch the state describes, state/lease/holder describe it now. A state of
@@ -127,9 +146,20 @@ void lockreg_free(struct lockreg *r);
 
 /* The entry of lock name (bucket names where it lives), creating it when
  * create is set. NULL if absent (create == 0), if name or bucket is invalid
- * (*why = "invalid"), or if the registry is full (*why = "full"). */
+ * (*why = "invalid"), or if the registry is full (*why = "full"). With a
+ * lock_store configured (HTTP mode) bucket is ignored (may be NULL) and a
+ * new entry lives in the lock store. An existing entry of that name is
+ * returned whatever bucket says (configured locks are registered first). */
 struct lockreg_entry *lockreg_get(struct lockreg *r, const char *name, const char *bucket,
 				  int create, const char **why);
+
+/* The entry of a lock with its own store and key prefix (a configured
+ * lock, or one in the HTTP-mode lock store), created when create is set.
+ * prefix NULL: lockreg_store_prefix(store_url, name). An existing entry of
+ * that name is returned as it is (a name is one lock; a changed store or
+ * prefix needs a restart). NULL as lockreg_get. */
+struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const char *store_url,
+				     const char *prefix, int create, const char **why);
 
 /* Entries in creation order: first, then e->next. */
 struct lockreg_entry *lockreg_first(struct lockreg *r);
@@ -156,6 +186,11 @@ int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn ru
 typedef void (*lockreg_loaded_fn)(struct lockreg_entry *e, int ok, void *arg);
 int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_loaded_fn cb,
 			void *arg);
+
+/* The same, with fresh set: a load that starts after this call (a strict
+ * route lists before every write), so never 1 when fresh. */
+int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
+			 lockreg_loaded_fn cb, void *arg);
 
 /* What a lookup of one epoch file found. */
 struct lockreg_lookup {

@@ -335,6 +335,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "fencegate: --mode http needs --upstream URL\n");
 		return 2;
 	}
+	if (o->mode == PROXY_MODE_HTTP && !o->lock_store && !o->config) {
+		fprintf(stderr, "fencegate: --mode http needs --lock-store s3://BUCKET[/ROOT] or "
+			"file:///DIR (where the locks live)\n");
+		return 2;
+	}
 	return -1;
 }
 
@@ -450,6 +455,9 @@ static void reload(struct runtime *rt)
 	if (!rt->log_level_flag && log_parse_level(next->log.level, &level) == 0)
 		log_set_level(level);
 	authz_set_policy(rt->authz, next);
+	if (next->mode == POLICY_MODE_HTTP &&
+	    fencing_set_policy(rt->fencing, next, err, sizeof(err)) < 0)
+		log_error("reload: fencing keeps the previous routes: %s", err);
 	policy_free(rt->policy);
 	rt->policy = next;
 	log_info("reloaded \"%s\": \"%zu\" clients, \"%zu\" routes%s", rt->config_path,
@@ -520,6 +528,14 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	lc.region = region;
 	lc.refresh_ms = o->refresh_ms ? o->refresh_ms : (long)pol->limits.refresh_interval_ms;
 	lc.self_test = upstream != NULL;
+	if (mode == PROXY_MODE_HTTP) {
+		/* the upstream is not S3: locks live in the lock store(s) */
+		lc.s3_endpoint = NULL;
+		lc.data_dir = NULL;
+		lc.region = NULL;
+		lc.lock_store = pol->lock_store;
+		lc.self_test = true;
+	}
 	rt->locks = lockreg_new(&lc, err, errlen);
 	if (!rt->locks)
 		return -1;
@@ -528,13 +544,19 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	fc.jobs = rt->jobs;
 	fc.nthreads = workers;
 	fc.metrics = &rt->metrics;
-	fc.s3_endpoint = upstream;
+	fc.s3_endpoint = mode == PROXY_MODE_HTTP ? NULL : upstream;
 	fc.region = region;
 	fc.access_log = rt->access_log;
+	fc.http_mode = mode == PROXY_MODE_HTTP;
+	fc.base = rt->base;
 	if (pol->limits.objcache_entries > 0)
 		fc.objcache_capacity = (size_t)pol->limits.objcache_entries;
 	rt->fencing = fencing_new(&fc, err, errlen);
 	if (!rt->fencing)
+		return -1;
+	/* HTTP mode with -c: routes -> locks; with flags: X-Fencing-Lock */
+	if (mode == PROXY_MODE_HTTP && rt->config_path &&
+	    fencing_set_policy(rt->fencing, rt->policy, err, errlen) < 0)
 		return -1;
 	memset(&ac, 0, sizeof(ac));
 	ac.base = rt->base;
@@ -543,7 +565,9 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	ac.locks = rt->locks;
 	ac.fencing = rt->fencing;
 	ac.metrics = &rt->metrics;
-	if (upstream && o->check_bucket) {
+	if (mode == PROXY_MODE_HTTP) {
+		ac.self_test.url = pol->lock_store; /* NULL: no store-wide test */
+	} else if (upstream && o->check_bucket) {
 		snprintf(url, sizeof(url), "s3://%s", o->check_bucket);
 		ac.self_test.url = url;
 		ac.self_test.endpoint = upstream;
@@ -568,11 +592,8 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	if (proxy_add_handler(rt->proxy, &h) < 0)
 		goto nomem;
 	h = (struct proxy_handler){ "fencing", fencing_on_request, rt->fencing };
-	if (mode == PROXY_MODE_S3 && proxy_add_handler(rt->proxy, &h) < 0)
+	if (proxy_add_handler(rt->proxy, &h) < 0)
 		goto nomem;
-	if (mode == PROXY_MODE_HTTP)
-		log_warn("--mode http: fencing of HTTP APIs is not wired yet; requests are "
-			 "forwarded unfenced");
 	if (rt->s3local) {
 		h = (struct proxy_handler){ "s3local", s3local_handler, rt->s3local };
 		if (proxy_add_handler(rt->proxy, &h) < 0)
@@ -580,7 +601,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	}
 	if (lockapi_start_self_test(rt->api) < 0)
 		goto nomem;
-	if (upstream && !o->check_bucket)
+	if (upstream && !o->check_bucket && mode == PROXY_MODE_S3)
 		log_warn("no --check-bucket: the backend self-test runs per bucket before its "
 			 "lock's first use; /_fence/health does not wait for it");
 	return 0;
