@@ -6,7 +6,7 @@ set -eu
 
 build="gcc make pkg-config libevent-dev libcurl4-openssl-dev libssl-dev
 libcjson-dev libexpat1-dev libhttp-parser-dev"
-test="libcmocka-dev clang libclang-rt-14-dev curl"
+test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone"
 bench="nginx-light haproxy wrk"
 
 want=$build
