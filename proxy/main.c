@@ -567,6 +567,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	ac.metrics = &rt->metrics;
 	if (mode == PROXY_MODE_HTTP) {
 		ac.self_test.url = pol->lock_store; /* NULL: no store-wide test */
+		ac.self_test.path_style = -1;       /* auto, as lockreg's stores */
 	} else if (upstream && o->check_bucket) {
 		snprintf(url, sizeof(url), "s3://%s", o->check_bucket);
 		ac.self_test.url = url;
