@@ -415,8 +415,114 @@ def t_aws_chunked_unsigned_trailer(g):
     assert g.in_moto("chunked/bad") is None
 
 
+# ---- HTTP mode: bearer tokens ----------------------------------------------
+
+class Downstream:
+    """A tiny downstream API that records what reaches it."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        self.seen = []
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _any(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                rec.seen.append((self.command, self.path,
+                                 {k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+            do_GET = do_PUT = do_POST = do_DELETE = _any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def t_http_bearer():
+    down = Downstream()
+    d = TempDir()
+    proc = None
+    try:
+        tokens = {"worker": "tok-worker-0123456789", "viewer": "tok-viewer-0123456789"}
+        files = {}
+        for name, tok in tokens.items():
+            files[name] = os.path.join(d.path, name + ".token")
+            with open(files[name], "w") as f:
+                f.write(tok + "\n")
+        port = free_port()
+        cfg = {
+            "listen": ["127.0.0.1:%d" % port], "mode": "http",
+            "upstream": {"endpoint": down.url},
+            "lock_store": "file://" + d.path,
+            "locks": [{"name": "jobs", "store": "file://" + d.path,
+                       "prefix": "locks/jobs/lock-"}],
+            "routes": [{"prefix": "/api/", "lock": "jobs"}],
+            "clients": [
+                {"name": "worker", "token_file": files["worker"],
+                 "allow": [{"prefix": "/api/", "actions": ["read", "write", "lock"]}]},
+                {"name": "viewer", "token_file": files["viewer"],
+                 "allow": [{"prefix": "/api/", "actions": ["read"]}]},
+            ],
+        }
+        path = os.path.join(d.path, "http.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        log = open(os.path.join(d.path, "fg.log"), "w")
+        proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", path,
+                                 "--access-log", "off"], stdout=log, stderr=subprocess.STDOUT)
+        wait_port(port, proc)
+
+        def req(method, p, token=None, body=b"", extra=None):
+            h = dict(extra or {})
+            if token:
+                h["Authorization"] = "Bearer " + token
+            st, data = raw(port, method, p, body, h)
+            return st, (json.loads(data) if data.startswith(b"{") else data)
+
+        st, b = req("PUT", "/api/x", None, b"anon", {"X-Fencing-Token": "1"})
+        assert st == 401 and b["error"] == "Unauthorized", (st, b)
+        st, b = req("PUT", "/api/x", "tok-wrong", b"bad", {"X-Fencing-Token": "1"})
+        assert st == 401 and b["error"] == "Unauthorized", (st, b)
+        st, b = req("POST", "/_fence/locks/jobs/acquire", tokens["viewer"], b"{}")
+        assert st == 403 and b["error"] == "AccessDenied", (st, b)
+        st, b = req("POST", "/_fence/locks/jobs/acquire", tokens["worker"], b'{"ttlMs":60000}')
+        assert st == 200, (st, b)
+        epoch = b["epoch"]
+        st, b = req("PUT", "/api/x", tokens["viewer"], b"viewer", {"X-Fencing-Token": str(epoch)})
+        assert st == 403 and b["error"] == "AccessDenied", (st, b)
+        assert down.seen == [], down.seen  # nothing refused reached the API
+        st, b = req("PUT", "/api/x", tokens["worker"], b"worker", {"X-Fencing-Token": str(epoch)})
+        assert st == 200, (st, b)
+        st, b = req("GET", "/api/x", tokens["viewer"])
+        assert st == 200, (st, b)
+        assert [(m, p) for m, p, _, _ in down.seen] == [("PUT", "/api/x"), ("GET", "/api/x")]
+        assert down.seen[0][3] == b"worker"
+        for _, _, h, _ in down.seen:  # the proxy's credential stays at the proxy
+            assert "authorization" not in h, h
+    finally:
+        stop(proc)
+        down.close()
+        d.close()
+
+
 def main():
     r = Runner("e2e auth")
+    r.check("http mode: bearer tokens, 401/403 JSON, token not forwarded", t_http_bearer)
     g = Gate()
     try:
         for label, fn in [
