@@ -223,6 +223,42 @@ def t_check_config(g):
     assert r.returncode == 1 and "tls.key" in r.stderr, r.stderr
 
 
+def t_upstream_verification(g):
+    """A second fencegate forwards to the TLS one: the upstream certificate
+    is verified by default (502 without the CA), and upstream.ca_bundle
+    makes it trusted."""
+    import http.client
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=CLIENT[0], AWS_SECRET_ACCESS_KEY=CLIENT[1],
+               AWS_REGION="us-east-1", AWS_DEFAULT_REGION="us-east-1")
+    env.pop("SSL_CERT_FILE", None)
+    env.pop("CURL_CA_BUNDLE", None)
+    for ca, want in ((None, 502), (g.cert, 200)):
+        port = free_port()
+        up = {"endpoint": g.url}
+        if ca:
+            up["ca_bundle"] = ca
+        path = os.path.join(g.dir.path, "front-%d.json" % port)
+        with open(path, "w") as f:
+            json.dump({"listen": ["127.0.0.1:%d" % port], "upstream": up,
+                       "unrouted_writes": "bucket_lock"}, f)
+        log = open(path + ".log", "w")
+        proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", path, "--access-log",
+                                 "off"], stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            wait_port(port, proc)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/%s/tls/big.bin" % BUCKET)
+            resp = c.getresponse()
+            body = resp.read()
+            c.close()
+            assert resp.status == want, (ca, resp.status, body[:300])
+            if want == 200:
+                assert len(body) == 3 * 1024 * 1024 + 17
+        finally:
+            stop(proc)
+            log.close()
+
+
 def main():
     r = Runner("e2e tls")
     g = Gate()
@@ -230,6 +266,8 @@ def main():
         r.check("aws cli over https: 3 MB aws-chunked upload byte-exact in moto", t_cli_upload, g)
         r.check("tls 1.1 refused, 1.2 accepted", t_old_tls_refused, g)
         r.check("plain http on the tls port gets no answer", t_plain_http_refused, g)
+        r.check("upstream TLS verified by default; upstream.ca_bundle trusts it",
+                t_upstream_verification, g)
         r.check("renewed certificate served after SIGHUP, old connection kept",
                 t_renewal_on_sighup, g)
         r.check("fencegate -t: good config 0, bad tls.key 1 naming the key", t_check_config, g)
