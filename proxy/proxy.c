@@ -1017,18 +1017,16 @@ static void op_on_body_end(void *arg)
 {
 	struct proxy_req *req = arg;
 
+	req_hold(req);
 	if (req->has_filter && !req->finished) {
 		struct proxy_body_error e = {0};
 
-		req_hold(req);
 		if (req->filter.end(req, req->filter.arg, &e) < 0)
 			filter_failed(req, &e);
-		req_put(req);
 	}
 	req->body_ended = 1;
 	if (req->finished)
-		return;
-	req_hold(req);
+		goto out;
 	if (req->defer_forward) {
 		req->defer_forward = 0;
 		start_forward(req);
@@ -1036,6 +1034,7 @@ static void op_on_body_end(void *arg)
 		req->consume_end(req, 1, req->consume_arg);
 	else if (req->xfer)
 		upstream_resume_send(req->xfer);
+out:
 	req_put(req);
 }
 
