@@ -166,6 +166,7 @@ void front_limits_default(struct front_limits *l)
 	l->input_buffer = 64 * 1024;
 	l->output_buffer = 64 * 1024;
 	l->discard_max = 1024 * 1024;
+	l->max_connections = 0;
 }
 
 void front_msg_free(struct front_msg *msg)
@@ -772,7 +773,28 @@ struct front_server {
 	void (*drain_done)(void *arg);
 	void *drain_arg;
 	SSL_CTX *tls;         /* NULL: plain TCP; else every listener speaks TLS */
+	int accept_paused;    /* at max_connections: listeners disabled */
 };
+
+/* At max_connections the listeners stop accepting (new clients wait in the
+ * kernel's backlog); below it they accept again. */
+static void update_accepting(struct front_server *s)
+{
+	int full = s->lim.max_connections && s->nconns >= s->lim.max_connections;
+
+	if (full == s->accept_paused || s->draining)
+		return;
+	s->accept_paused = full;
+	for (size_t i = 0; i < s->nlisteners; i++) {
+		if (full)
+			evconnlistener_disable(s->listeners[i]);
+		else
+			evconnlistener_enable(s->listeners[i]);
+	}
+	if (full)
+		log_warn("\"%zu\" connections open (limits.max_connections): not accepting "
+			 "until one closes", s->nconns);
+}
 
 struct front_conn {
 	struct front_server *srv;
@@ -890,6 +912,7 @@ static void conn_free(struct front_conn *c, enum front_abort why)
 	if (c->next)
 		c->next->prev = c->prev;
 	s->nconns--;
+	update_accepting(s);
 	log_debug("connection from \"%s\" closed", c->peer);
 	if (c->bev)
 		bufferevent_free(c->bev);
@@ -1375,6 +1398,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	evbuffer_add_cb(bufferevent_get_output(c->bev), output_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	log_debug("connection from \"%s\"", c->peer);
+	update_accepting(s);
 	conn_settle(c);
 	return;
 fail:

@@ -72,6 +72,8 @@ struct front_limits {
 	size_t input_buffer;      /* bytes read ahead from a client (64 KiB) */
 	size_t output_buffer;     /* response bytes queued before back-pressure (64 KiB) */
 	size_t discard_max;       /* unread request body a keep-alive connection may skip (1 MiB) */
+	size_t max_connections;   /* open connections; at the limit the listeners pause
+				   * (clients wait in the backlog); 0: no limit (default) */
 };
 
 /* Fills l with the defaults above. */

@@ -671,6 +671,7 @@ static void config_from_policy(struct proxy_config *cfg, const struct policy *po
 	cfg->limits.header_timeout_ms = (long)l->header_timeout_ms;
 	cfg->limits.body_timeout_ms = (long)l->body_timeout_ms;
 	cfg->limits.send_timeout_ms = (long)l->send_timeout_ms;
+	cfg->limits.max_connections = (size_t)l->max_connections;
 	cfg->replay_max = (size_t)l->replay_bytes;
 	cfg->upstream.connect_timeout_ms = (long)l->upstream_connect_timeout_ms;
 	cfg->upstream.first_byte_timeout_ms = (long)l->upstream_timeout_ms;

@@ -232,8 +232,52 @@ def t_check_config(g):
     assert r.returncode == 1 and "clients" in r.stderr, r.stderr
 
 
+def t_limits_reach_front():
+    """limits from the file reach the front end: header_bytes -> 431,
+    max_connections -> the third client waits until one closes."""
+    d = TempDir()
+    proc = None
+    try:
+        port = free_port()
+        path = os.path.join(d.path, "limits.json")
+        with open(path, "w") as f:
+            json.dump({"listen": ["127.0.0.1:%d" % port], "data_dir": d.path,
+                       "unrouted_writes": "bucket_lock",
+                       "limits": {"header_bytes": 1024, "max_connections": 2}}, f)
+        log = open(os.path.join(d.path, "fg.log"), "w")
+        proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", path, "--access-log",
+                                 "off"], stdout=log, stderr=subprocess.STDOUT)
+        wait_port(port, proc)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("GET", "/_fence/health", headers={"X-Big": "b" * 2000})
+        assert c.getresponse().status == 431
+        c.close()
+        time.sleep(0.2)
+        a = socket.create_connection(("127.0.0.1", port))
+        b = socket.create_connection(("127.0.0.1", port))
+        time.sleep(0.2)
+        third = socket.create_connection(("127.0.0.1", port))  # in the backlog
+        third.sendall(b"GET /_fence/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        third.settimeout(1.0)
+        try:
+            early = third.recv(100)
+        except socket.timeout:
+            early = b""
+        assert early == b"", early
+        a.close()
+        third.settimeout(5.0)
+        assert third.recv(100).startswith(b"HTTP/1.1 200"), "not served after a close"
+        b.close()
+        third.close()
+    finally:
+        stop(proc)
+        d.close()
+
+
 def main():
     r = Runner("e2e reload")
+    r.check("limits from the file reach the front end (431, max_connections)",
+            t_limits_reach_front)
     g = Gate()
     try:
         r.check("a client added to the file works after SIGHUP", t_add_client, g)
