@@ -27,6 +27,7 @@ BUCKET = "authbkt"
 WRITER = ("AKIDWRITER0001", "writer-secret-0001")
 READER = ("AKIDREADER0001", "reader-secret-0001")
 NARROW = ("AKIDNARROW0001", "narrow-secret-0001")
+NOLOCK = ("AKIDNOLOCK0001", "nolock-secret-0001")
 
 
 class Gate:
@@ -59,6 +60,8 @@ class Gate:
                 {"access_key": NARROW[0], "secret_env": "GW_NARROW_SECRET",
                  "allow": [{"prefix": "/%s/" % BUCKET, "actions": ["read"]},
                            {"prefix": "/%s/narrow/" % BUCKET, "actions": ["read", "write"]}]},
+                {"access_key": NOLOCK[0], "secret_env": "GW_NOLOCK_SECRET",
+                 "allow": [{"prefix": "/%s" % BUCKET, "actions": ["read", "write"]}]},
             ],
         }
         self.config = os.path.join(self.dir.path, "fencegate.json")
@@ -66,7 +69,7 @@ class Gate:
             json.dump(cfg, f)
         env = dict(os.environ, **CREDS)
         env.update(GW_WRITER_SECRET=WRITER[1], GW_READER_SECRET=READER[1],
-                   GW_NARROW_SECRET=NARROW[1])
+                   GW_NARROW_SECRET=NARROW[1], GW_NOLOCK_SECRET=NOLOCK[1])
         self.log = open(os.path.join(self.dir.path, "fencegate.log"), "w+")
         self.proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", self.config,
                                       "--access-log", "off"],
@@ -348,12 +351,35 @@ def t_outside_prefix(g):
                                               Metadata={"fencing-token": str(g.epoch)}),
                         "AccessDenied", 403)
     assert g.in_moto("narrowx/no") is None
-    # lock files are writable only with "lock" (NARROW has write, not lock)
-    st, body = g.signed(NARROW, "PUT", "/%s/narrow/../locks/%s/lock-0000000099.json"
-                        % (BUCKET, BUCKET), b"{}")
-    assert st in (400, 403), (st, body)
     st, body = g.signed(WRITER, "GET", "/%s?list-type=2&prefix=narrow%%2F" % BUCKET)
     assert st == 200, (st, body)
+
+
+def t_lock_files(g):
+    """Lock files are writable only with "lock": NOLOCK may write the bucket
+    but not its lock files; WRITER takes the lock with fencectl through the
+    proxy's S3 API."""
+    nxt = "locks/%s/lock-%010d.json" % (BUCKET, g.epoch + 1)
+    st, body = g.signed(NOLOCK, "PUT", "/%s/%s" % (BUCKET, nxt),
+                        b'{"leaderId":"thief","validityMs":30000,"expired":true}',
+                        {"If-None-Match": "*", "Content-Type": "application/json"})
+    assert st == 403 and s3_code(body) == "AccessDenied", (st, body)
+    assert g.in_moto(nxt) is None
+    g.client(NOLOCK).put_object(Bucket=BUCKET, Key="nolock/data", Body=b"d",
+                                Metadata={"fencing-token": str(g.epoch)})
+    env = cli_env(g, WRITER)
+    st, body = g.signed(WRITER, "POST", "/_fence/locks/%s/release" % BUCKET,
+                        json.dumps({"epoch": g.epoch}).encode())
+    assert st == 200, (st, body)
+    r = run([os.path.join(BIN, "fencectl"), "--store", "s3://" + BUCKET, "--endpoint", g.url,
+             "acquire", BUCKET, "--ttl", "10m"], env=env)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.strip()) == g.epoch + 1, r.stdout
+    assert g.in_moto(nxt) is not None
+    g.epoch += 1
+    r = run([os.path.join(BIN, "fencectl"), "--store", "s3://" + BUCKET, "--endpoint", g.url,
+             "status", BUCKET], env=cli_env(g, NOLOCK))
+    assert r.returncode == 0, r.stderr  # reading lock files needs only "read"
 
 
 def t_anonymous(g):
@@ -536,6 +562,7 @@ def main():
             ("read-only client writing: 403, lock API refused", t_read_only_writes),
             ("write outside the allowed prefix: 403", t_outside_prefix),
             ("anonymous: 403 AccessDenied, health open", t_anonymous),
+            ("lock files: writable only with lock; fencectl through the proxy", t_lock_files),
             ("payload hash mismatch: 400, nothing lands", t_payload_mismatch),
             ("aws-chunked with CRC trailer: decoded upstream; bad CRC 400", t_aws_chunked_unsigned_trailer),
         ]:
