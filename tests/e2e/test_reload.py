@@ -191,6 +191,41 @@ def t_inflight_survives(g):
     assert st == 403 and code(b) == "InvalidAccessKeyId", (st, b)
 
 
+def t_embedded_aws_chunked(g):
+    """The embedded store sees the decoded body of an aws-chunked upload
+    (the authz handler decoded and verified it), and a bad CRC stores
+    nothing."""
+    import base64
+    import zlib
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    data = os.urandom(70000)
+    enc = b"%x\r\n" % 65536 + data[:65536] + b"\r\n"
+    enc += b"%x\r\n" % (len(data) - 65536) + data[65536:] + b"\r\n"
+    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big"))
+    enc += b"0\r\nx-amz-checksum-crc32:" + crc + b"\r\n\r\n"
+    for key, body, want in (("chunked/ok", enc, 200),
+                            ("chunked/bad", enc.replace(data[:8], bytes(8), 1), 400)):
+        path = "/%s/%s" % (BUCKET, key)
+        hdrs = {"X-Fencing-Token": str(g.epoch), "Content-Encoding": "aws-chunked",
+                "x-amz-decoded-content-length": str(len(data)),
+                "x-amz-trailer": "x-amz-checksum-crc32"}
+        req = AWSRequest(method="PUT", url=g.url + path, data=body, headers=hdrs)
+        req.context["checksum"] = {"request_algorithm": {"in": "trailer"}}
+        S3SigV4Auth(Credentials(*FIRST), "s3", "us-east-1").add_auth(req)
+        c = http.client.HTTPConnection("127.0.0.1", g.port, timeout=30)
+        c.request("PUT", path, body=body, headers=dict(req.headers.items()))
+        resp = c.getresponse()
+        out = resp.read()
+        c.close()
+        assert resp.status == want, (key, resp.status, out)
+    st, got = g.request(FIRST, "GET", "/%s/chunked/ok" % BUCKET)
+    assert st == 200 and got == data, (st, len(got))
+    st, _ = g.request(FIRST, "GET", "/%s/chunked/bad" % BUCKET)
+    assert st == 404, st
+
+
 def t_high_water_kept(g):
     st, body = g.request(FIRST, "GET", "/_fence/locks/%s" % BUCKET)
     assert st == 200, (st, body)
@@ -286,6 +321,8 @@ def main():
         r.check("an upload in flight survives a reload that drops its client",
                 t_inflight_survives, g)
         r.check("the lock's high-water mark survives reloads", t_high_water_kept, g)
+        r.check("embedded store: aws-chunked decoded before s3local, bad CRC 400",
+                t_embedded_aws_chunked, g)
         r.check("fencegate -t: 0 on good, 1 naming the key path on bad", t_check_config, g)
     finally:
         g.close()
