@@ -24,6 +24,15 @@ struct authz {
 	enum proxy_mode mode;
 	struct policy *pol;
 	unsigned long refused;
+	struct fencegate_metrics *metrics;
+	void (*log_fn)(const struct proxy_summary *s, const char *verdict, void *arg);
+	void *log_arg;
+};
+
+/* A refused request's report, once it is over. */
+struct refusal {
+	struct authz *a;
+	char verdict[64];
 };
 
 /* Per-request body filter state: one of the two checkers. */
@@ -32,12 +41,16 @@ struct body_check {
 	struct awschunked *chunked;
 };
 
-struct authz *authz_new(enum proxy_mode mode)
+struct authz *authz_new(const struct authz_config *cfg)
 {
 	struct authz *a = calloc(1, sizeof(*a));
 
-	if (a)
-		a->mode = mode;
+	if (!a)
+		return NULL;
+	a->mode = cfg->mode;
+	a->metrics = cfg->metrics;
+	a->log_fn = cfg->log_fn;
+	a->log_arg = cfg->log_arg;
 	return a;
 }
 
@@ -75,12 +88,28 @@ static int is_read(const char *method)
 	       strcmp(method, "OPTIONS") == 0;
 }
 
+static void refusal_done(const struct proxy_summary *s, void *arg)
+{
+	struct refusal *r = arg;
+
+	r->a->log_fn(s, r->verdict, r->a->log_arg);
+	free(r);
+}
+
 static enum proxy_action refuse(struct authz *a, struct proxy_req *req, int status,
 				const char *code, const char *message)
 {
 	struct front_hdrs h = {0};
+	struct refusal *r = a->log_fn ? calloc(1, sizeof(*r)) : NULL;
 
 	a->refused++;
+	if (a->metrics)
+		metrics_add(a->metrics->rejections, (const char *[]){ code }, 1);
+	if (r) {
+		r->a = a;
+		snprintf(r->verdict, sizeof(r->verdict), "auth:%s", code);
+		proxy_req_on_done(req, refusal_done, r);
+	}
 	if (status == 401)
 		front_hdrs_add(&h, "WWW-Authenticate", "Bearer realm=\"fencegate\"");
 	proxy_req_reply_error(req, status, code, message, h.n ? &h : NULL);

@@ -16,13 +16,24 @@
 
 #include <stddef.h>
 
+#include "metrics.h"
 #include "policy.h"
 #include "proxy.h"
 
 struct authz;
 
-/* A handler for mode. Returns NULL on ENOMEM. */
-struct authz *authz_new(enum proxy_mode mode);
+/* Every refusal is counted (fencegate_rejections_total{code}) and, once the
+ * request is over, reported to log_fn with verdict "auth:<Code>" (the
+ * daemon writes the access-log line). */
+struct authz_config {
+	enum proxy_mode mode;
+	struct fencegate_metrics *metrics;   /* may be NULL */
+	void (*log_fn)(const struct proxy_summary *s, const char *verdict, void *arg);
+	void *log_arg;                       /* log_fn may be NULL */
+};
+
+/* A handler (cfg copied). Returns NULL on ENOMEM. */
+struct authz *authz_new(const struct authz_config *cfg);
 
 /* Makes pol the policy for requests whose head arrives from now on (takes a
  * reference, drops the previous one). Requests already past the handler are

@@ -485,6 +485,15 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	proxy_drain(rt->proxy, rt->drain_ms, drained, rt);
 }
 
+/* The access-log line of a request the authz handler refused. */
+static void log_refusal(const struct proxy_summary *s, const char *verdict, void *arg)
+{
+	struct runtime *rt = arg;
+
+	if (rt->fencing)
+		fencing_log_request(rt->fencing, s, NULL, verdict);
+}
+
 /* Builds the jobs pool, the lock registry, the lock API, the fencing
  * handler and (without an upstream) the embedded store, and registers the
  * handlers in that order. Returns 0 or -1 with a message in err. */
@@ -582,7 +591,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	if (!rt->api)
 		return -1;
 
-	rt->authz = authz_new(mode);
+	rt->authz = authz_new(&(struct authz_config){ mode, &rt->metrics, log_refusal, rt });
 	if (!rt->authz)
 		goto nomem;
 	authz_set_policy(rt->authz, rt->policy);

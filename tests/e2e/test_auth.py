@@ -71,8 +71,9 @@ class Gate:
         env.update(GW_WRITER_SECRET=WRITER[1], GW_READER_SECRET=READER[1],
                    GW_NARROW_SECRET=NARROW[1], GW_NOLOCK_SECRET=NOLOCK[1])
         self.log = open(os.path.join(self.dir.path, "fencegate.log"), "w+")
+        self.access_log = os.path.join(self.dir.path, "access.log")
         self.proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", self.config,
-                                      "--access-log", "off"],
+                                      "--access-log", self.access_log],
                                      stdout=self.log, stderr=subprocess.STDOUT, env=env)
         wait_port(self.port, self.proc)
         self.epoch = self.acquire(WRITER)
@@ -297,6 +298,17 @@ def t_wrong_secret(g):
                                               Metadata={"fencing-token": str(g.epoch)}),
                         "SignatureDoesNotMatch", 403)
     assert g.in_moto("deny/ws") is None
+    # refusals are access-logged and counted
+    deadline = time.monotonic() + 5
+    lines = []
+    while time.monotonic() < deadline and not lines:
+        with open(g.access_log) as f:
+            lines = [json.loads(x) for x in f if "auth:SignatureDoesNotMatch" in x]
+        time.sleep(0.05)
+    assert lines and lines[-1].get("status") == 403, lines
+    st, body = raw(g.port, "GET", "/_fence/metrics")
+    assert st == 200 and b'fencegate_rejections_total{code="SignatureDoesNotMatch"}' in body, \
+        body[:2000]
 
 
 def t_unknown_key(g):
