@@ -89,19 +89,92 @@ static char *strbuf_take(struct strbuf *b)
 	return s;
 }
 
-/* ---- hashing ------------------------------------------------------------- */
+/* ---- hashing -------------------------------------------------------------
+ * OpenSSL 3 makes an HMAC or digest expensive when every call fetches the
+ * algorithm by name and builds a fresh context: that was most of the cost of
+ * signing a request. So the algorithms are fetched once per process, and
+ * each thread keeps one HMAC-SHA256 context and one digest context that it
+ * re-keys / re-initializes per call (freed when the thread exits). Where
+ * that per-thread state cannot be had, each call falls back to a private
+ * context, as before. */
 
 struct hmac_piece {
 	const void *data;
 	size_t len;
 };
 
-static EVP_MAC *hmac_algorithm;
-static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+struct thread_crypto {
+	EVP_MAC_CTX *hmac;  /* HMAC with the SHA256 digest set; re-keyed per use */
+	EVP_MD_CTX *md;     /* re-initialized per use */
+};
 
-static void hmac_fetch(void)
+static EVP_MAC *hmac_algorithm;
+static EVP_MD *sha256_algorithm;
+static EVP_MAC_CTX *hmac_template;  /* digest set, no key: dup'd per thread */
+static pthread_key_t thread_crypto_key;
+static int thread_crypto_key_ok;
+static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
+
+static void thread_crypto_free(void *arg)
+{
+	struct thread_crypto *tc = arg;
+
+	if (!tc)
+		return;
+	EVP_MAC_CTX_free(tc->hmac);
+	EVP_MD_CTX_free(tc->md);
+	free(tc);
+}
+
+/* Sets the SHA256 digest on a fresh HMAC context. Returns 0 or -1. */
+static int hmac_ctx_set_digest(EVP_MAC_CTX *ctx)
+{
+	OSSL_PARAM params[2];
+
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						     (char *)"SHA256", 0);
+	params[1] = OSSL_PARAM_construct_end();
+	return EVP_MAC_CTX_set_params(ctx, params) ? 0 : -1;
+}
+
+static void crypto_init(void)
 {
 	hmac_algorithm = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	sha256_algorithm = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (hmac_algorithm) {
+		hmac_template = EVP_MAC_CTX_new(hmac_algorithm);
+		if (hmac_template && hmac_ctx_set_digest(hmac_template)) {
+			EVP_MAC_CTX_free(hmac_template);
+			hmac_template = NULL;
+		}
+	}
+	thread_crypto_key_ok = pthread_key_create(&thread_crypto_key,
+						  thread_crypto_free) == 0;
+}
+
+/* This thread's contexts, created on first use; NULL when unavailable
+ * (callers then use one-off contexts). */
+static struct thread_crypto *thread_crypto(void)
+{
+	struct thread_crypto *tc;
+
+	pthread_once(&crypto_once, crypto_init);
+	if (!thread_crypto_key_ok || !hmac_template || !sha256_algorithm)
+		return NULL;
+	tc = pthread_getspecific(thread_crypto_key);
+	if (tc)
+		return tc;
+	tc = calloc(1, sizeof(*tc));
+	if (!tc)
+		return NULL;
+	tc->hmac = EVP_MAC_CTX_dup(hmac_template);
+	tc->md = EVP_MD_CTX_new();
+	if (!tc->hmac || !tc->md ||
+	    pthread_setspecific(thread_crypto_key, tc) != 0) {
+		thread_crypto_free(tc);
+		return NULL;
+	}
+	return tc;
 }
 
 /* HMAC-SHA256(key, concatenation of pieces) into out. Returns 0 or -1. */
@@ -109,22 +182,22 @@ static int hmac_sha256(const void *key, size_t keylen,
 		       const struct hmac_piece *pieces, size_t npieces,
 		       unsigned char out[32])
 {
-	EVP_MAC_CTX *ctx = NULL;
-	OSSL_PARAM params[2];
+	struct thread_crypto *tc = thread_crypto();
+	EVP_MAC_CTX *own = NULL, *ctx;
 	size_t outlen = 0;
 	size_t i;
 	int rc = -1;
 
-	pthread_once(&hmac_once, hmac_fetch);
-	if (!hmac_algorithm)
-		goto out;
-	ctx = EVP_MAC_CTX_new(hmac_algorithm);
-	if (!ctx)
-		goto out;
-	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-						     (char *)"SHA256", 0);
-	params[1] = OSSL_PARAM_construct_end();
-	if (!EVP_MAC_init(ctx, key, keylen, params))
+	if (tc) {
+		ctx = tc->hmac;
+	} else {
+		if (!hmac_algorithm)
+			goto out;
+		ctx = own = EVP_MAC_CTX_new(hmac_algorithm);
+		if (!own || hmac_ctx_set_digest(own))
+			goto out;
+	}
+	if (!EVP_MAC_init(ctx, key, keylen, NULL))
 		goto out;
 	for (i = 0; i < npieces; i++)
 		if (!EVP_MAC_update(ctx, pieces[i].data, pieces[i].len))
@@ -133,7 +206,7 @@ static int hmac_sha256(const void *key, size_t keylen,
 		goto out;
 	rc = 0;
 out:
-	EVP_MAC_CTX_free(ctx);
+	EVP_MAC_CTX_free(own);
 	return rc;
 }
 
@@ -143,6 +216,37 @@ static int hmac_sha256_str(const void *key, size_t keylen, const char *msg,
 	struct hmac_piece piece = { msg, strlen(msg) };
 
 	return hmac_sha256(key, keylen, &piece, 1, out);
+}
+
+/* SHA-256 of the concatenation of pieces into md. Returns 0 or -1. */
+static int sha256(const struct hmac_piece *pieces, size_t npieces,
+		  unsigned char md[32])
+{
+	struct thread_crypto *tc = thread_crypto();
+	EVP_MD_CTX *own = NULL, *ctx;
+	unsigned int mdlen = 0;
+	size_t i;
+	int rc = -1;
+
+	if (tc) {
+		ctx = tc->md;
+	} else {
+		ctx = own = EVP_MD_CTX_new();
+		if (!own)
+			goto out;
+	}
+	if (!EVP_DigestInit_ex(ctx, sha256_algorithm ? sha256_algorithm :
+			       EVP_sha256(), NULL))
+		goto out;
+	for (i = 0; i < npieces; i++)
+		if (!EVP_DigestUpdate(ctx, pieces[i].data, pieces[i].len))
+			goto out;
+	if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32)
+		goto out;
+	rc = 0;
+out:
+	EVP_MD_CTX_free(own);
+	return rc;
 }
 
 static void hex_encode(const unsigned char *bin, size_t len, char *hex)
@@ -168,10 +272,10 @@ void sigv4_amz_date(time_t t, char out[17])
 /* On an OpenSSL failure hex is "" (which matches no signature). */
 void sigv4_sha256_hex(const void *data, size_t len, char hex[65])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	struct hmac_piece piece = { data, len };
+	unsigned char md[32];
 
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) {
+	if (sha256(&piece, 1, md)) {
 		hex[0] = '\0';
 		return;
 	}
@@ -683,32 +787,133 @@ char *sigv4_string_to_sign(const char *amz_date, const char *scope,
 	return sts;
 }
 
+/* ---- signing-key cache ------------------------------------------------------
+ * The signing key depends only on (secret, day, region, service), yet the
+ * chain of four HMACs that derives it was run for every signed request. A
+ * few derived keys are kept, shared by all threads under a mutex. An entry
+ * names its secret by the secret's SHA-256, never by the secret itself; a
+ * lookup must match all four inputs exactly, so a hit returns the very key
+ * the chain would. Inputs too long for an entry are simply not cached. */
+
+#define SIGNING_KEY_CACHE_SLOTS 8
+#define SIGNING_KEY_REGION_MAX  64
+#define SIGNING_KEY_SERVICE_MAX 32
+
+struct signing_key_entry {
+	int used;
+	unsigned char secret_id[32];          /* SHA-256 of the secret */
+	char date[9];
+	char region[SIGNING_KEY_REGION_MAX];
+	char service[SIGNING_KEY_SERVICE_MAX];
+	unsigned char key[32];
+};
+
+static struct signing_key_entry signing_key_cache[SIGNING_KEY_CACHE_SLOTS];
+static size_t signing_key_cache_next;  /* the slot the next miss replaces */
+static pthread_mutex_t signing_key_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The entry matching the inputs, or NULL; the caller holds the lock. */
+static struct signing_key_entry *signing_key_find(const unsigned char secret_id[32],
+						  const char *date, const char *region,
+						  const char *service)
+{
+	size_t i;
+
+	for (i = 0; i < SIGNING_KEY_CACHE_SLOTS; i++) {
+		struct signing_key_entry *e = &signing_key_cache[i];
+
+		if (e->used && memcmp(e->secret_id, secret_id, 32) == 0 &&
+		    strcmp(e->date, date) == 0 && strcmp(e->region, region) == 0 &&
+		    strcmp(e->service, service) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* The HMAC chain itself. Returns 0, or -1 with key all zeros. */
+static int signing_key_derive(const char *secret, const char *date,
+			      const char *region, const char *service,
+			      unsigned char key[32])
+{
+	static const char prefix[] = "AWS4";
+	struct hmac_piece msg;
+	unsigned char k_date[32], k_region[32], k_service[32];
+	char *k_secret = NULL;
+	size_t secret_len = strlen(secret);
+	int rc = -1;
+
+	memset(key, 0, 32);
+	k_secret = malloc(sizeof(prefix) + secret_len);
+	if (!k_secret)
+		return -1;
+	memcpy(k_secret, prefix, sizeof(prefix) - 1);
+	memcpy(k_secret + sizeof(prefix) - 1, secret, secret_len + 1);
+	msg = (struct hmac_piece){ date, strlen(date) };
+	if (hmac_sha256(k_secret, sizeof(prefix) - 1 + secret_len, &msg, 1, k_date) ||
+	    hmac_sha256_str(k_date, 32, region, k_region) ||
+	    hmac_sha256_str(k_region, 32, service, k_service) ||
+	    hmac_sha256_str(k_service, 32, "aws4_request", key))
+		memset(key, 0, 32);
+	else
+		rc = 0;
+	OPENSSL_cleanse(k_secret, sizeof(prefix) - 1 + secret_len);
+	free(k_secret);
+	OPENSSL_cleanse(k_date, sizeof(k_date));
+	OPENSSL_cleanse(k_region, sizeof(k_region));
+	OPENSSL_cleanse(k_service, sizeof(k_service));
+	return rc;
+}
+
 /* On an OpenSSL or allocation failure key is all zeros, which yields
  * signatures no server accepts. */
 void sigv4_signing_key(const char *secret, const char *date8, const char *region,
 		       const char *service, unsigned char key[32])
 {
-	char *k_secret = NULL;
-	unsigned char k_date[32], k_region[32], k_service[32];
+	struct signing_key_entry *e;
+	struct hmac_piece piece;
+	unsigned char secret_id[32];
 	char date[9];
+	size_t i;
 
 	memset(key, 0, 32);
 	if (!secret || !date8 || !region || !service)
 		return;
 	/* date8 may be a whole amz-date: only its first 8 characters count */
-	snprintf(date, sizeof(date), "%s", date8);
-	if (asprintf(&k_secret, "AWS4%s", secret) < 0)
+	for (i = 0; i < 8 && date8[i]; i++)
+		date[i] = date8[i];
+	date[i] = '\0';
+	piece = (struct hmac_piece){ secret, strlen(secret) };
+	if (strlen(region) >= SIGNING_KEY_REGION_MAX ||
+	    strlen(service) >= SIGNING_KEY_SERVICE_MAX || sha256(&piece, 1, secret_id)) {
+		signing_key_derive(secret, date, region, service, key);
 		return;
-	if (hmac_sha256_str(k_secret, strlen(k_secret), date, k_date) ||
-	    hmac_sha256_str(k_date, 32, region, k_region) ||
-	    hmac_sha256_str(k_region, 32, service, k_service) ||
-	    hmac_sha256_str(k_service, 32, "aws4_request", key))
-		memset(key, 0, 32);
-	OPENSSL_cleanse(k_secret, strlen(k_secret));
-	free(k_secret);
-	OPENSSL_cleanse(k_date, sizeof(k_date));
-	OPENSSL_cleanse(k_region, sizeof(k_region));
-	OPENSSL_cleanse(k_service, sizeof(k_service));
+	}
+	pthread_mutex_lock(&signing_key_cache_lock);
+	e = signing_key_find(secret_id, date, region, service);
+	if (e)
+		memcpy(key, e->key, 32);
+	pthread_mutex_unlock(&signing_key_cache_lock);
+	if (e)
+		goto out;
+	/* derived outside the lock: two threads may both derive, same result */
+	if (signing_key_derive(secret, date, region, service, key))
+		goto out;
+	pthread_mutex_lock(&signing_key_cache_lock);
+	if (!signing_key_find(secret_id, date, region, service)) {
+		e = &signing_key_cache[signing_key_cache_next];
+		signing_key_cache_next = (signing_key_cache_next + 1) %
+					 SIGNING_KEY_CACHE_SLOTS;
+		OPENSSL_cleanse(e, sizeof(*e));
+		e->used = 1;
+		memcpy(e->secret_id, secret_id, 32);
+		memcpy(e->date, date, sizeof(date));
+		snprintf(e->region, sizeof(e->region), "%s", region);
+		snprintf(e->service, sizeof(e->service), "%s", service);
+		memcpy(e->key, key, 32);
+	}
+	pthread_mutex_unlock(&signing_key_cache_lock);
+out:
+	OPENSSL_cleanse(secret_id, sizeof(secret_id));
 }
 
 /* On an OpenSSL failure hex is "" (which matches no signature). */

@@ -1,6 +1,7 @@
 /* accesslog.c — formats the per-request JSON access-log line. It neither
  * writes nor buffers log output; the caller owns the destination. */
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,18 +65,49 @@ static size_t utf8_seq_len(const unsigned char *p, size_t n)
 	return len;
 }
 
-/* Adds name: s (valid UTF-8 copy) or null. 0 or -1 on ENOMEM. */
-static int add_string(cJSON *obj, const char *name, const char *s)
+/* Adds item under the constant key name (cJSON keeps the pointer, never
+ * copies or frees it). 0, or -1 (item freed) on ENOMEM. */
+static int add_item(cJSON *obj, const char *name, cJSON *item)
+{
+	if (!item)
+		return -1;
+	if (!cJSON_AddItemToObjectCS(obj, name, item)) {
+		cJSON_Delete(item);
+		return -1;
+	}
+	return 0;
+}
+
+/* 1 when s[0..n) is valid UTF-8 throughout. */
+static bool utf8_valid(const unsigned char *p, size_t n)
+{
+	size_t l;
+
+	while (n > 0) {
+		if ((l = utf8_seq_len(p, n)) == 0)
+			return false;
+		p += l;
+		n -= l;
+	}
+	return true;
+}
+
+/* Adds name: s or null. Valid UTF-8 (the usual case) is referenced, not
+ * copied: s must outlive obj. Otherwise a copy with each invalid byte
+ * replaced by U+FFFD is stored in *scratch, which the caller frees after
+ * printing (at most one such string per call site). 0 or -1 on ENOMEM. */
+static int add_string(cJSON *obj, const char *name, const char *s, char **scratch)
 {
 	const unsigned char *p;
 	size_t n, i = 0, l;
 	char *clean;
-	int rc;
 
 	if (!s)
-		return cJSON_AddNullToObject(obj, name) ? 0 : -1;
+		return add_item(obj, name, cJSON_CreateNull());
 	p = (const unsigned char *)s;
 	n = strlen(s);
+	if (utf8_valid(p, n))
+		return add_item(obj, name, cJSON_CreateStringReference(s));
 	clean = malloc(n * 3 + 1);
 	if (!clean)
 		return -1;
@@ -92,9 +124,8 @@ static int add_string(cJSON *obj, const char *name, const char *s)
 		n -= l;
 	}
 	clean[i] = '\0';
-	rc = cJSON_AddStringToObject(obj, name, clean) ? 0 : -1;
-	free(clean);
-	return rc;
+	*scratch = clean;
+	return add_item(obj, name, cJSON_CreateStringReference(clean));
 }
 
 /* Adds name: v as an exact integer, or null when !present. */
@@ -103,18 +134,29 @@ static int add_uint(cJSON *obj, const char *name, bool present, uint64_t v)
 	char num[24];
 
 	if (!present)
-		return cJSON_AddNullToObject(obj, name) ? 0 : -1;
+		return add_item(obj, name, cJSON_CreateNull());
 	snprintf(num, sizeof(num), "%" PRIu64, v);
-	return cJSON_AddRawToObject(obj, name, num) ? 0 : -1;
+	return add_item(obj, name, cJSON_CreateRaw(num));
+}
+
+/* Worst-case printed size of s as a JSON string: every byte may become
+ * "\\u00XX" (or one U+FFFD, 3 bytes), plus quotes. */
+static size_t json_string_room(const char *s)
+{
+	return s ? strlen(s) * 6 + 2 : 4;
 }
 
 char *accesslog_format(const struct accesslog_entry *e, size_t *len)
 {
+	/* one scratch slot per string field that may need a U+FFFD copy */
+	enum { S_TIME, S_ID, S_METHOD, S_BUCKET, S_KEY, S_LOCK, S_VERDICT, S_COUNT };
+	char *scratch[S_COUNT] = { NULL };
 	cJSON *obj = NULL;
-	char *printed = NULL, *line = NULL;
+	char *line = NULL;
 	char when[32], num[40];
-	size_t n;
+	size_t n, room;
 	double ms;
+	int i;
 
 	obj = cJSON_CreateObject();
 	if (!obj)
@@ -122,37 +164,46 @@ char *accesslog_format(const struct accesslog_entry *e, size_t *len)
 	accesslog_time(e->time_ms, when, sizeof(when));
 	ms = isfinite(e->duration_ms) && e->duration_ms > 0 ? e->duration_ms : 0;
 	snprintf(num, sizeof(num), "%.3f", ms);
-	if (add_string(obj, "time", when) ||
-	    add_string(obj, "requestId", e->request_id) ||
-	    add_string(obj, "method", e->method) ||
-	    add_string(obj, "bucket", e->bucket) ||
-	    add_string(obj, "key", e->key) ||
-	    add_string(obj, "lock", e->lock) ||
+	if (add_string(obj, "time", when, &scratch[S_TIME]) ||
+	    add_string(obj, "requestId", e->request_id, &scratch[S_ID]) ||
+	    add_string(obj, "method", e->method, &scratch[S_METHOD]) ||
+	    add_string(obj, "bucket", e->bucket, &scratch[S_BUCKET]) ||
+	    add_string(obj, "key", e->key, &scratch[S_KEY]) ||
+	    add_string(obj, "lock", e->lock, &scratch[S_LOCK]) ||
 	    add_uint(obj, "presentedEpoch", e->presented_epoch != 0, e->presented_epoch) ||
 	    add_uint(obj, "currentEpoch", e->has_current_epoch, e->current_epoch) ||
-	    add_string(obj, "verdict", e->verdict) ||
+	    add_string(obj, "verdict", e->verdict, &scratch[S_VERDICT]) ||
 	    add_uint(obj, "upstreamStatus", e->upstream_status > 0,
 		     (uint64_t)(e->upstream_status > 0 ? e->upstream_status : 0)) ||
 	    add_uint(obj, "status", true, (uint64_t)(e->status > 0 ? e->status : 0)) ||
 	    add_uint(obj, "bytesIn", true, e->bytes_in) ||
 	    add_uint(obj, "bytesOut", true, e->bytes_out) ||
-	    !cJSON_AddRawToObject(obj, "durationMs", num))
+	    add_item(obj, "durationMs", cJSON_CreateRaw(num)))
 		goto out;
-	printed = cJSON_PrintUnformatted(obj);
-	if (!printed)
+	/* printed straight into the line: keys, numbers and punctuation fit in
+	 * 512 bytes; cJSON asks for a few spare bytes at the end */
+	room = 512 + json_string_room(when) + json_string_room(e->request_id) +
+	       json_string_room(e->method) + json_string_room(e->bucket) +
+	       json_string_room(e->key) + json_string_room(e->lock) +
+	       json_string_room(e->verdict);
+	if (room > INT_MAX)
 		goto out;
-	n = strlen(printed);
-	line = malloc(n + 2);
+	line = malloc(room);
 	if (!line)
 		goto out;
-	memcpy(line, printed, n);
+	if (!cJSON_PrintPreallocated(obj, line, (int)room - 2, 0)) {
+		free(line);
+		line = NULL;
+		goto out;
+	}
+	n = strlen(line);
 	line[n] = '\n';
 	line[n + 1] = '\0';
 	if (len)
 		*len = n + 1;
 out:
-	if (printed)
-		cJSON_free(printed);
 	cJSON_Delete(obj);
+	for (i = 0; i < S_COUNT; i++)
+		free(scratch[i]);
 	return line;
 }
