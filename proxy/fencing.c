@@ -982,6 +982,106 @@ static struct token read_token(struct proxy_req *req)
 static void req_done(const struct proxy_summary *s, void *arg);
 static enum proxy_action http_on_request(struct fencing *f, struct freq *fr);
 
+/* 1 if the lock's files live in bucket (so keys under its prefix there are
+ * lock files): a bucket-named lock, or a store "s3://BUCKET[/ROOT]". */
+static int store_in_bucket(const struct lockreg_entry *lk, const char *bucket)
+{
+	size_t blen = strlen(bucket);
+
+	if (!lk->store_url[0])
+		return strcmp(lk->bucket, bucket) == 0;
+	return strncmp(lk->store_url, "s3://", 5) == 0 &&
+	       strncmp(lk->store_url + 5, bucket, blen) == 0 &&
+	       (lk->store_url[5 + blen] == '\0' || lk->store_url[5 + blen] == '/');
+}
+
+/* S3 mode with a config: the lock of a write to /{bucket}/{key} from the
+ * policy's route (X-Fencing-Lock only where the route allows it), or per
+ * unrouted_writes: reject (403), allow (forwarded unfenced: *act PASS),
+ * bucket_lock (lock {bucket}, as without a config). NULL after replying
+ * (*act HANDLED) or for an unfenced write (*act PASS). */
+static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *act)
+{
+	struct fencing *f = fr->f;
+	struct proxy_req *req = fr->req;
+	const struct policy *pol = f->policy;
+	const struct policy_route *route;
+	const struct policy_lock *pl = NULL;
+	char name[TOKEN_LOCK_NAME_MAX + 1], path[8192];
+	enum token_lock_status ls;
+	struct lockreg_entry *lk;
+	const char *why = NULL;
+
+	*act = PROXY_HANDLED;
+	if (policy_path_decode(proxy_req_path(req), path, sizeof(path)) < 0) {
+		fr->verdict = "refused";
+		reply_error(fr, 400, "InvalidURI", "the path is not a valid request path", false, 0);
+		return NULL;
+	}
+	ls = token_lock_from_request(proxy_req_header(req, "X-Fencing-Lock"),
+				     proxy_req_header(req, "x-amz-meta-fencing-lock"), name,
+				     sizeof(name));
+	if (ls == TOKEN_LOCK_INVALID || ls == TOKEN_LOCK_CONFLICT) {
+		fr->verdict = "refused";
+		reply_error(fr, 400, "InvalidFencingLock", "not one valid lock name", false, 0);
+		return NULL;
+	}
+	/* keys under a configured lock's prefix in its own bucket are lock
+	 * files, whatever route covers them: the lock-file guard takes them */
+	for (size_t i = 0; fr->key && i < pol->nlocks; i++) {
+		const struct policy_lock *c = &pol->locks[i];
+		struct lockreg_entry *ce;
+
+		if (!c->store || !c->prefix ||
+		    lockkey_classify(fr->key, c->prefix, NULL) == LOCKKEY_NOT_LOCK)
+			continue;
+		ce = lockreg_get_at(f->locks, c->name, c->store, c->prefix, 1, &why);
+		if (ce && store_in_bucket(ce, fr->bucket))
+			return ce;
+	}
+	route = policy_route_for(pol, path);
+	if (route) {
+		pl = route->lock;
+		fr->fenced_methods = route->methods;
+		fr->strict = route->strict;
+		if (ls == TOKEN_LOCK_OK && strcmp(name, pl->name) != 0) {
+			pl = route->allow_lock_header ? policy_lock_by_name(pol, name) : NULL;
+			if (!pl) {
+				fr->verdict = "refused";
+				reply_error(fr, 400, "InvalidFencingLock",
+					    route->allow_lock_header ? "no lock of that name is configured"
+					    : "this route does not let a request name its lock",
+					    false, 0);
+				return NULL;
+			}
+		}
+		lk = lockreg_get_at(f->locks, pl->name, pl->store, pl->prefix, 1, &why);
+	} else if (pol->unrouted_writes == POLICY_UNROUTED_REJECT) {
+		fr->verdict = "refused";
+		reply_error(fr, 403, "AccessDenied", "no route fences writes to this path", false, 0);
+		return NULL;
+	} else if (pol->unrouted_writes == POLICY_UNROUTED_ALLOW) {
+		fr->verdict = "unfenced";
+		*act = PROXY_PASS;
+		return NULL;
+	} else {
+		if (ls == TOKEN_LOCK_OK && strcmp(name, fr->bucket) != 0) {
+			fr->verdict = "refused";
+			reply_error(fr, 400, "InvalidFencingLock",
+				    "an unrouted write to bucket B is fenced by lock B only", false, 0);
+			return NULL;
+		}
+		lk = lockreg_get(f->locks, fr->bucket, fr->bucket, 1, &why);
+	}
+	if (!lk) {
+		reply_error(fr, 503, "SlowDown",
+			    why && strcmp(why, "full") == 0 ? "too many locks in use"
+							    : "cannot track this lock", false, 0);
+		return NULL;
+	}
+	return lk;
+}
+
 enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 {
 	struct fencing *f = arg;
@@ -1061,21 +1161,32 @@ enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 	if (!lockreg_bucket_valid(fr->bucket))
 		return reply_error(fr, 400, "InvalidBucketName", "not a valid S3 bucket name",
 				   false, 0);
-	fr->lock = lockreg_get(f->locks, fr->bucket, fr->bucket, 1, &why);
-	if (!fr->lock)
-		return reply_error(fr, 503, "SlowDown",
-				   why && strcmp(why, "full") == 0 ? "too many locks in use"
-								   : "cannot track this lock",
-				   false, 0);
-	ls = token_lock_from_request(proxy_req_header(req, "X-Fencing-Lock"),
-				     proxy_req_header(req, "x-amz-meta-fencing-lock"), lockname,
-				     sizeof(lockname));
-	if (ls == TOKEN_LOCK_INVALID || ls == TOKEN_LOCK_CONFLICT ||
-	    (ls == TOKEN_LOCK_OK && strcmp(lockname, fr->lock->name) != 0))
-		return reply_error(fr, 400, "InvalidFencingLock",
-				   "without a config, bucket B is fenced by lock B only", false, 0);
+	if (f->policy) {
+		/* -c: the route names the lock (see s3_policy_lock) */
+		enum proxy_action act = PROXY_HANDLED;
 
-	if (fr->key && lockkey_classify(fr->key, fr->lock->prefix, NULL) != LOCKKEY_NOT_LOCK) {
+		fr->lock = s3_policy_lock(fr, &act);
+		if (!fr->lock)
+			return act;
+	} else {
+		fr->lock = lockreg_get(f->locks, fr->bucket, fr->bucket, 1, &why);
+		if (!fr->lock)
+			return reply_error(fr, 503, "SlowDown",
+					   why && strcmp(why, "full") == 0 ? "too many locks in use"
+									   : "cannot track this lock",
+					   false, 0);
+		ls = token_lock_from_request(proxy_req_header(req, "X-Fencing-Lock"),
+					     proxy_req_header(req, "x-amz-meta-fencing-lock"),
+					     lockname, sizeof(lockname));
+		if (ls == TOKEN_LOCK_INVALID || ls == TOKEN_LOCK_CONFLICT ||
+		    (ls == TOKEN_LOCK_OK && strcmp(lockname, fr->lock->name) != 0))
+			return reply_error(fr, 400, "InvalidFencingLock",
+					   "without a config, bucket B is fenced by lock B only",
+					   false, 0);
+	}
+
+	if (fr->key && store_in_bucket(fr->lock, fr->bucket) &&
+	    lockkey_classify(fr->key, fr->lock->prefix, NULL) != LOCKKEY_NOT_LOCK) {
 		fr->copy_or_multipart = proxy_req_header(req, "x-amz-copy-source") != NULL ||
 					fr->kind == OP_CREATE_MPU || fr->kind == OP_UPLOAD_PART ||
 					fr->kind == OP_COMPLETE_MPU || fr->kind == OP_ABORT_MPU;
@@ -1563,9 +1674,13 @@ int fencing_set_policy(struct fencing *f, struct policy *pol, char *err, size_t 
 		for (size_t i = 0; i < pol->nlocks; i++) {
 			const struct policy_lock *pl = &pol->locks[i];
 			const char *why = NULL;
-			struct lockreg_entry *e = lockreg_get_at(f->locks, pl->name, pl->store,
-								 pl->prefix, 1, &why);
+			struct lockreg_entry *e;
 
+			if (!pl->store || !pl->prefix) {
+				log_warn("lock \"%s\" has no store: not registered", pl->name);
+				continue;
+			}
+			e = lockreg_get_at(f->locks, pl->name, pl->store, pl->prefix, 1, &why);
 			if (!e) {
 				snprintf(err, errlen, "lock \"%s\": %s", pl->name,
 					 why ? why : "cannot register");

@@ -58,8 +58,12 @@ struct fencing_config {
  * metrics must outlive it. */
 struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t errlen);
 
-/* HTTP mode: routes -> locks from a policy (NULL: none, the lock comes
- * from X-Fencing-Lock). Takes its own reference (policy_hold) and drops the
+/* Routes -> locks from a policy (-c; NULL: none: S3 mode fences bucket B
+ * by lock B, HTTP mode takes the lock from X-Fencing-Lock). With a policy
+ * a write's lock comes from its longest-prefix route (X-Fencing-Lock only
+ * where the route allows it), with the route's methods and strict flag;
+ * unrouted writes follow unrouted_writes; in S3 mode keys under a
+ * configured lock's prefix in its bucket are lock files. Takes its own reference (policy_hold) and drops the
  * previous policy's, so it may be called again on a reload. Registers every
  * configured lock in the registry and starts loading its epoch. A lock
  * whose store or prefix changed keeps the old placement until a restart

@@ -409,7 +409,13 @@ static void ensure_open(struct lockreg_entry *e, struct lockreg_io *io, char *er
 	io->err = NULL;
 	if (!e->st) {
 		memset(&sc, 0, sizeof(sc));
-		if (e->store_url[0]) {
+		if (e->store_url[0] && strncmp(e->store_url, "s3://", 5) == 0 &&
+		    !r->s3_endpoint && r->data_dir) {
+			/* embedded S3 mode: bucket B is the directory DATA/B (the
+			 * root is part of the prefix) */
+			snprintf(url, sizeof(url), "file://%s/%.*s", r->data_dir,
+				 (int)strcspn(e->store_url + 5, "/"), e->store_url + 5);
+		} else if (e->store_url[0]) {
 			/* its own store; an s3:// one on the S3 upstream in S3
 			 * mode, else on AWS_ENDPOINT_URL / AWS */
 			snprintf(url, sizeof(url), "%s", e->store_url);

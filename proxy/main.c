@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -335,11 +336,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "fencegate: --mode http needs --upstream URL\n");
 		return 2;
 	}
-	if (o->mode == PROXY_MODE_HTTP && !o->lock_store && !o->config) {
-		fprintf(stderr, "fencegate: --mode http needs --lock-store s3://BUCKET[/ROOT] or "
-			"file:///DIR (where the locks live)\n");
-		return 2;
-	}
 	return -1;
 }
 
@@ -455,8 +451,7 @@ static void reload(struct runtime *rt)
 	if (!rt->log_level_flag && log_parse_level(next->log.level, &level) == 0)
 		log_set_level(level);
 	authz_set_policy(rt->authz, next);
-	if (next->mode == POLICY_MODE_HTTP &&
-	    fencing_set_policy(rt->fencing, next, err, sizeof(err)) < 0)
+	if (fencing_set_policy(rt->fencing, next, err, sizeof(err)) < 0)
 		log_error("reload: fencing keeps the previous routes: %s", err);
 	policy_free(rt->policy);
 	rt->policy = next;
@@ -544,6 +539,15 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 		lc.region = NULL;
 		lc.lock_store = pol->lock_store;
 		lc.self_test = true;
+		if (pol->lock_store && strncmp(pol->lock_store, "file://", 7) == 0 &&
+		    mkdir(pol->lock_store + 7, 0755) < 0 && errno != EEXIST) {
+			snprintf(err, errlen, "cannot create the lock store \"%s\": %s",
+				 pol->lock_store, strerror(errno));
+			return -1;
+		}
+		if (!o->lock_store && !rt->config_path)
+			log_warn("no --lock-store: locks live in \"%s\"; replicas must share one "
+				 "lock store", pol->lock_store ? pol->lock_store : "(none)");
 	}
 	rt->locks = lockreg_new(&lc, err, errlen);
 	if (!rt->locks)
@@ -563,8 +567,8 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	rt->fencing = fencing_new(&fc, err, errlen);
 	if (!rt->fencing)
 		return -1;
-	/* HTTP mode with -c: routes -> locks; with flags: X-Fencing-Lock */
-	if (mode == PROXY_MODE_HTTP && rt->config_path &&
+	/* -c: routes -> locks; flags: lock = bucket (S3), X-Fencing-Lock (HTTP) */
+	if (rt->config_path &&
 	    fencing_set_policy(rt->fencing, rt->policy, err, errlen) < 0)
 		return -1;
 	memset(&ac, 0, sizeof(ac));

@@ -417,9 +417,23 @@ def test_lock_api(env):
 
 
 def test_flags():
-    r = harness.run([os.path.join(harness.BIN, "fencegate"), "--mode", "http",
-                     "--upstream", "http://127.0.0.1:9"])
-    assert r.returncode == 2 and "--lock-store" in r.stderr, (r.returncode, r.stderr)
+    """Without --lock-store, locks live in the --data directory (made if
+    missing) and the proxy warns that replicas must share one."""
+    rec = Recorder()
+    tmp = harness.TempDir()
+    data = os.path.join(tmp.path, "fg-data")
+    g = None
+    try:
+        g = Gate("--mode", "http", "--upstream", rec.url, "--data", data)
+        e = g.acquire("dflt")
+        assert os.path.exists(os.path.join(data, "locks", "dflt", "lock-%010d.json" % e))
+        assert g.write("/d/1", "dflt", e)[0] == 200
+        assert "no --lock-store" in g.logtext()
+    finally:
+        if g:
+            g.close()
+        rec.close()
+        tmp.close()
 
 
 def test_config_routes():
@@ -487,6 +501,69 @@ def test_config_routes():
         tmp.close()
 
 
+def test_s3_config_routes():
+    """S3 mode with -c (embedded store): the route's lock fences writes
+    under its prefix, unrouted writes are refused, lock files of a
+    configured lock are guarded, the route's strict flag is kept."""
+    tmp = harness.TempDir()
+    proc = None
+    log = tempfile.TemporaryFile()
+    try:
+        data = os.path.join(tmp.path, "data")
+        os.mkdir(data)
+        port = harness.free_port()
+        cfg = {"listen": ["127.0.0.1:%d" % port], "mode": "s3", "data_dir": data,
+               "locks": [{"name": "inv", "store": "s3://bkt", "prefix": "locks/inv/lock-"}],
+               "routes": [{"prefix": "/bkt/inv/", "lock": "inv"}]}
+        path = os.path.join(tmp.path, "s3.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        proc = subprocess.Popen([os.path.join(harness.BIN, "fencegate"), "-c", path,
+                                 "--access-log", "off"], stderr=log)
+        harness.wait_port(port, proc)
+        g = Gate.__new__(Gate)
+        g.port = port
+        g.log = log
+        # bucket administration passes unfenced (the lock's first load may
+        # have made the bucket's directory already)
+        st, _, data_ = g.request("PUT", "/bkt")
+        assert st == 200 or b"BucketAlreadyOwnedByYou" in data_, (st, data_)
+        e = g.acquire("inv")
+        hdr = {"X-Fencing-Token": str(e), "Content-Type": "application/octet-stream"}
+        st, _, data_ = g.request("PUT", "/bkt/inv/a", b"A", hdr)
+        assert st == 200, (st, data_)
+        st, _, data_ = g.request("PUT", "/bkt/other", b"O", hdr)
+        assert st == 403, (st, data_)
+        assert b"<Code>AccessDenied</Code>" in data_, data_
+        # without a config this would have been lock "bkt": now it is "inv"
+        st, _, data_ = g.request("PUT", "/bkt/inv/b", b"B",
+                                 dict(hdr, **{"X-Fencing-Lock": "bkt"}))
+        assert st == 400 and b"InvalidFencingLock" in data_, (st, data_)
+        # the configured lock's files in its bucket are guarded (a forged
+        # epoch far ahead is refused)
+        st, _, data_ = g.request("PUT", "/bkt/locks/inv/lock-0000000099.json",
+                                 b'{"leaderId":"x","validityMs":1000}',
+                                 {"If-None-Match": "*", "Content-Type": "application/json"})
+        assert st in (409, 400, 412), (st, data_)
+        assert not os.path.exists(os.path.join(data, "bkt", "locks", "inv",
+                                               "lock-0000000099.json"))
+        g.lockapi("inv", "release", epoch=e)
+        e2 = g.acquire("inv")
+        st, _, data_ = g.request("PUT", "/bkt/inv/a", b"old", hdr)
+        assert st == 409 and b"FencingTokenStale" in data_, (st, data_)
+        st, _, data_ = g.request("GET", "/bkt/inv/a")
+        assert st == 200 and data_ == b"A", (st, data_)
+        assert e2 == e + 1
+    finally:
+        if proc:
+            harness.stop(proc)
+        if os.environ.get("FENCE_DEBUG"):
+            log.seek(0)
+            print(log.read().decode("utf-8", "replace"))
+        log.close()
+        tmp.close()
+
+
 def test_s3_lock_store():
     """Locks in a moto bucket under a root: s3://BUCKET/ROOT."""
     t0 = time.monotonic()
@@ -535,9 +612,10 @@ def main():
         r.check("lock API in HTTP mode", test_lock_api, env)
     finally:
         env.close()
-    r.check("--mode http needs --lock-store", test_flags)
+    r.check("no --lock-store: the data directory", test_flags)
     r.check("config: routes, strict, lock header policy", test_config_routes)
     r.check("S3 lock store (moto)", test_s3_lock_store)
+    r.check("S3 mode with -c: routes name the lock", test_s3_config_routes)
     r.finish()
     return 1 if r.failed else 0
 
