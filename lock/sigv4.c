@@ -63,6 +63,24 @@ static void strbuf_add(struct strbuf *b, const char *p, size_t n)
 	b->s[b->len] = '\0';
 }
 
+/* Grows b to hold at least n bytes plus the NUL up front, so a string of
+ * known typical size is built without repeated reallocs. Failure is left
+ * to the next append (which retries the allocation). */
+static void strbuf_reserve(struct strbuf *b, size_t n)
+{
+	char *grown;
+
+	if (b->failed || b->cap > n || n > SIZE_MAX / 2)
+		return;
+	grown = realloc(b->s, n + 1);
+	if (!grown)
+		return;
+	if (!b->s)
+		grown[0] = '\0';
+	b->s = grown;
+	b->cap = n + 1;
+}
+
 static void strbuf_adds(struct strbuf *b, const char *s)
 {
 	strbuf_add(b, s, strlen(s));
@@ -380,6 +398,11 @@ static int reencode_into(struct strbuf *b, const char *s, size_t len,
 	size_t declen = 0;
 	int rc;
 
+	/* nothing to decode (the usual case): encode straight from s */
+	if (!memchr(s, '%', len) && !(plus_is_space && memchr(s, '+', len))) {
+		uri_encode_into(b, s, len, encode_slash);
+		return b->failed ? -2 : 0;
+	}
 	rc = percent_decode(s, len, plus_is_space, &dec, &declen);
 	if (rc)
 		return rc;
@@ -588,17 +611,14 @@ static int is_header_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* The header value with leading/trailing whitespace removed and every inner
- * run (folded lines included) collapsed to one space. malloc'd or NULL. */
-static char *header_value_trim(const char *value)
+/* Writes value with leading/trailing whitespace removed and every inner run
+ * (folded lines included) collapsed to one space, NUL-terminated, into out
+ * (room for strlen(value) + 1). Returns out. */
+static char *header_value_trim_into(const char *value, char *out)
 {
-	char *out;
 	size_t n = 0;
 	int pending_space = 0;
 
-	out = malloc(strlen(value) + 1);
-	if (!out)
-		return NULL;
 	for (; *value; value++) {
 		if (is_header_space(*value)) {
 			pending_space = n > 0;
@@ -613,33 +633,20 @@ static char *header_value_trim(const char *value)
 	return out;
 }
 
-/* Lowercased copy of a header name; NULL if empty, containing bytes not
- * allowed in a field name (controls, space, ':'), or on ENOMEM (*malformed
- * tells which). */
-static char *header_name_lower(const char *name, int *malformed)
+/* Writes the lowercased name, NUL-terminated, into out (room for
+ * strlen(name) + 1). Returns out, or NULL if name is empty or holds bytes
+ * not allowed in a field name (controls, space, ':'). */
+static char *header_name_lower_into(const char *name, char *out)
 {
-	char *out;
 	size_t i, len = strlen(name);
 
-	*malformed = 0;
-	if (len == 0) {
-		*malformed = 1;
-		return NULL;
-	}
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c <= ' ' || c == ':' || c == 0x7f) {
-			*malformed = 1;
-			return NULL;
-		}
-	}
-	out = malloc(len + 1);
-	if (!out)
+	if (len == 0)
 		return NULL;
 	for (i = 0; i <= len; i++) {
 		unsigned char c = (unsigned char)name[i];
 
+		if (i < len && (c <= ' ' || c == ':' || c == 0x7f))
+			return NULL;
 		out[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
 	}
 	return out;
@@ -651,34 +658,36 @@ static int canonical_headers_into(struct strbuf *canon, struct strbuf *signed_li
 				  const struct sigv4_header *headers, size_t nheaders)
 {
 	struct canon_header *hs = NULL;
-	size_t i;
+	char *p;
+	size_t i, room = 0;
 	int rc = 0;
 
 	if (nheaders == 0)
 		return 0;
 	if (!headers)
 		return -1;
-	hs = calloc(nheaders, sizeof(*hs));
+	for (i = 0; i < nheaders; i++) {
+		if (!headers[i].name || !headers[i].value)
+			return -1;
+		room += strlen(headers[i].name) + strlen(headers[i].value) + 2;
+	}
+	/* one block for the array and every lowercased name and trimmed value */
+	if (nheaders > (SIZE_MAX - room) / sizeof(*hs))
+		return -2;
+	hs = malloc(nheaders * sizeof(*hs) + room);
 	if (!hs)
 		return -2;
+	p = (char *)(hs + nheaders);
 	for (i = 0; i < nheaders; i++) {
-		int malformed = 0;
-
-		if (!headers[i].name || !headers[i].value) {
+		hs[i].order = i;
+		hs[i].name = header_name_lower_into(headers[i].name, p);
+		if (!hs[i].name) {
 			rc = -1;
 			goto out;
 		}
-		hs[i].order = i;
-		hs[i].name = header_name_lower(headers[i].name, &malformed);
-		if (!hs[i].name) {
-			rc = malformed ? -1 : -2;
-			goto out;
-		}
-		hs[i].value = header_value_trim(headers[i].value);
-		if (!hs[i].value) {
-			rc = -2;
-			goto out;
-		}
+		p += strlen(p) + 1;
+		hs[i].value = header_value_trim_into(headers[i].value, p);
+		p += strlen(p) + 1;
 	}
 	qsort(hs, nheaders, sizeof(*hs), canon_header_cmp);
 	for (i = 0; i < nheaders; i++) {
@@ -700,10 +709,6 @@ static int canonical_headers_into(struct strbuf *canon, struct strbuf *signed_li
 	}
 	rc = canon->failed || signed_list->failed ? -2 : 0;
 out:
-	for (i = 0; i < nheaders; i++) {
-		free(hs[i].name);
-		free(hs[i].value);
-	}
 	free(hs);
 	return rc;
 }
@@ -711,13 +716,14 @@ out:
 int sigv4_canonical_request(const struct sigv4_request *req,
 			    char **canonical, char **signed_headers)
 {
-	struct strbuf creq = { 0 }, headers = { 0 }, signed_list = { 0 };
-	char *creq_s = NULL, *signed_s = NULL, *headers_s = NULL;
+	struct strbuf creq = { 0 }, signed_list = { 0 };
+	char *creq_s = NULL, *signed_s = NULL;
 	int rc = -1;
 
 	if (!req || !canonical || !signed_headers || !req->method ||
 	    !*req->method || !req->payload_hash)
 		goto out;
+	strbuf_reserve(&creq, 512);
 	strbuf_adds(&creq, req->method);
 	strbuf_addc(&creq, '\n');
 	if (canonical_uri_into(&creq, req->path, req->s3))
@@ -726,20 +732,17 @@ int sigv4_canonical_request(const struct sigv4_request *req,
 	if (canonical_query_into(&creq, req->query))
 		goto out;
 	strbuf_addc(&creq, '\n');
-	if (canonical_headers_into(&headers, &signed_list, req->headers,
+	/* the header block goes straight into the canonical request */
+	if (canonical_headers_into(&creq, &signed_list, req->headers,
 				   req->nheaders))
 		goto out;
-	headers_s = strbuf_take(&headers);
-	signed_s = strbuf_take(&signed_list);
-	if (!headers_s || !signed_s)
-		goto out;
-	strbuf_adds(&creq, headers_s);
 	strbuf_addc(&creq, '\n');
-	strbuf_adds(&creq, signed_s);
+	strbuf_add(&creq, signed_list.s ? signed_list.s : "", signed_list.len);
 	strbuf_addc(&creq, '\n');
 	strbuf_adds(&creq, req->payload_hash);
+	signed_s = strbuf_take(&signed_list);
 	creq_s = strbuf_take(&creq);
-	if (!creq_s)
+	if (!creq_s || !signed_s)
 		goto out;
 	*canonical = creq_s;
 	*signed_headers = signed_s;
@@ -748,11 +751,9 @@ int sigv4_canonical_request(const struct sigv4_request *req,
 	rc = 0;
 out:
 	free(strbuf_take(&creq));
-	free(strbuf_take(&headers));
 	free(strbuf_take(&signed_list));
 	free(creq_s);
 	free(signed_s);
-	free(headers_s);
 	return rc;
 }
 
