@@ -59,6 +59,10 @@ class Gate:
             "listen": [listen or "127.0.0.1:%d" % self.port],
             "data_dir": self.data,
             "unrouted_writes": "bucket_lock",
+            "locks": [{"name": BUCKET, "store": "s3://" + BUCKET,
+                       "prefix": "locks/%s/lock-" % BUCKET}],
+            "routes": [{"prefix": "/%s/public/" % BUCKET, "lock": BUCKET,
+                        "anonymous_read": True}],
             "clients": [{"access_key": c[0], "secret_file": self.secret_file(c),
                          "allow": [{"prefix": "/" + BUCKET,
                                     "actions": ["read", "write", "lock"]}]}
@@ -226,6 +230,27 @@ def t_embedded_aws_chunked(g):
     assert st == 404, st
 
 
+def t_anonymous_read_route(g):
+    st, b = g.request(FIRST, "PUT", "/%s/public/p.txt" % BUCKET, b"public",
+                      {"X-Fencing-Token": str(g.epoch)})
+    assert st == 200, (st, b)
+    c = http.client.HTTPConnection("127.0.0.1", g.port, timeout=10)
+    c.request("GET", "/%s/public/p.txt" % BUCKET)
+    resp = c.getresponse()
+    body = resp.read()
+    assert resp.status == 200 and body == b"public", (resp.status, body)
+    c.request("PUT", "/%s/public/p.txt" % BUCKET, body=b"anon",
+              headers={"X-Fencing-Token": str(g.epoch)})
+    resp = c.getresponse()
+    body = resp.read()
+    assert resp.status == 403 and code(body) == "AccessDenied", (resp.status, body)
+    c.request("GET", "/%s/added/a" % BUCKET)  # outside the route: refused
+    resp = c.getresponse()
+    body = resp.read()
+    assert resp.status == 403 and code(body) == "AccessDenied", (resp.status, body)
+    c.close()
+
+
 def t_high_water_kept(g):
     st, body = g.request(FIRST, "GET", "/_fence/locks/%s" % BUCKET)
     assert st == 200, (st, body)
@@ -321,6 +346,7 @@ def main():
         r.check("an upload in flight survives a reload that drops its client",
                 t_inflight_survives, g)
         r.check("the lock's high-water mark survives reloads", t_high_water_kept, g)
+        r.check("anonymous reads only on an anonymous_read route", t_anonymous_read_route, g)
         r.check("embedded store: aws-chunked decoded before s3local, bad CRC 400",
                 t_embedded_aws_chunked, g)
         r.check("fencegate -t: 0 on good, 1 naming the key path on bad", t_check_config, g)
