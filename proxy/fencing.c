@@ -1245,7 +1245,7 @@ enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 					   fr->lock->high_water);
 		}
 	}
-	r = lockreg_when_loaded(f->locks, fr->lock, loaded_cb, fr);
+	r = lockreg_when_current(f->locks, fr->lock, fr->strict || fr->lock->strict, loaded_cb, fr);
 	if (r < 0)
 		return reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	if (r == 0)

@@ -467,7 +467,19 @@ def test_config_routes():
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and g.request("GET", "/_fence/health")[0] != 200:
             time.sleep(0.05)
+        e0 = g.acquire("ledger")
+        assert g.write("/ledger/0", None, e0)[0] == 200
+        # strict lists before every write: a lock broken behind the proxy's
+        # back (fencectl on the store: epoch e0+1, already expired) fences
+        # the old token at once, not at the next refresh
+        r = harness.run([os.path.join(harness.BIN, "fencectl"), "--store",
+                         "file://" + tmp.path, "break", "ledger"])
+        assert r.returncode == 0, r.stderr
+        st, _, data = g.write("/ledger/zombie", None, e0)
+        assert st == 409, (st, data)
+        assert rec.seen("/ledger/zombie") == []
         e = g.acquire("ledger", ttl=1500)
+        assert e == e0 + 2, e
         st, _, data = g.write("/ledger/a", None, e)
         assert st == 200, (st, data)
         assert rec.seen("/ledger/a")[0]["headers"]["x-fencing-lock"] == "ledger"
@@ -514,7 +526,7 @@ def test_s3_config_routes():
         port = harness.free_port()
         cfg = {"listen": ["127.0.0.1:%d" % port], "mode": "s3", "data_dir": data,
                "locks": [{"name": "inv", "store": "s3://bkt", "prefix": "locks/inv/lock-"}],
-               "routes": [{"prefix": "/bkt/inv/", "lock": "inv"}]}
+               "routes": [{"prefix": "/bkt/inv/", "lock": "inv", "strict": True}]}
         path = os.path.join(tmp.path, "s3.json")
         with open(path, "w") as f:
             json.dump(cfg, f)
@@ -554,6 +566,15 @@ def test_s3_config_routes():
         st, _, data_ = g.request("GET", "/bkt/inv/a")
         assert st == 200 and data_ == b"A", (st, data_)
         assert e2 == e + 1
+        # strict lists before every write: an epoch taken behind the proxy's
+        # back (fencectl on the store) fences the old token at once
+        hdr2 = dict(hdr, **{"X-Fencing-Token": str(e2)})
+        assert g.request("PUT", "/bkt/inv/c", b"C", hdr2)[0] == 200
+        r = harness.run([os.path.join(harness.BIN, "fencectl"), "--store",
+                         "file://" + os.path.join(data, "bkt"), "break", "inv"])
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        st, _, data_ = g.request("PUT", "/bkt/inv/c", b"zombie", hdr2)
+        assert st == 409 and b"FencingTokenStale" in data_, (st, data_)
     finally:
         if proc:
             harness.stop(proc)
