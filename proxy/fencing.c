@@ -102,8 +102,7 @@ struct freq {
 	/* multipart answer capture */
 	char *resp_body;
 	size_t resp_len;
-	/* HTTP mode */
-	char *path;                    /* the request path, for the log */
+	/* HTTP mode (key holds the request path, for the log) and routes */
 	unsigned fenced_methods;       /* the route's; 0: FENCE_METHODS_DEFAULT */
 	bool strict;                   /* the route is strict */
 	struct barrier_waiter waiter;  /* queued in lock->barrier while waiting */
@@ -126,7 +125,6 @@ static void freq_free(void *arg)
 		return;
 	if (fr->barrier_timer)
 		event_free(fr->barrier_timer);
-	free(fr->path);
 	free(fr->key);
 	free(fr->body);
 	free(fr->resp_body);

@@ -47,6 +47,7 @@ struct options {
 	const char *access_log;
 	long refresh_ms;
 	long workers;
+	long barrier_timeout_ms;
 	int log_level_set;
 	int mode_set;
 	int drain_set;
@@ -84,6 +85,8 @@ static void usage(FILE *out)
 "                         checked before its first use)\n"
 "  --lock-refresh D       re-list recently used locks this often (1s)\n"
 "  --workers N            threads for store and lock calls (4)\n"
+"  --barrier-timeout D    http mode: a newer epoch's write waits at most D for the\n"
+"                         lock's older in-flight writes, then 503 (5s)\n"
 "\n"
 "limits and timeouts (DURATION: 250ms, 10s, 2m; a bare number is seconds):\n"
 "  --header-timeout D     whole request head must arrive within D (10s) -> 408\n"
@@ -146,6 +149,7 @@ enum {
 	OPT_SEND_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_UPSTREAM_TIMEOUT, OPT_TOTAL_TIMEOUT,
 	OPT_DRAIN_TIMEOUT, OPT_MAX_HEADER_BYTES, OPT_MAX_HEADERS, OPT_MAX_URL_BYTES,
 	OPT_REPLAY_BYTES, OPT_CHECK_BUCKET, OPT_ACCESS_LOG, OPT_LOCK_REFRESH, OPT_WORKERS,
+	OPT_BARRIER_TIMEOUT,
 };
 
 static const struct option long_options[] = {
@@ -175,6 +179,7 @@ static const struct option long_options[] = {
 	{ "access-log", required_argument, NULL, OPT_ACCESS_LOG },
 	{ "lock-refresh", required_argument, NULL, OPT_LOCK_REFRESH },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "barrier-timeout", required_argument, NULL, OPT_BARRIER_TIMEOUT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -307,6 +312,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if ((v = parse_count(optarg, 1, 64)) < 0)
 				return bad_value(name, optarg);
 			o->workers = v;
+			break;
+		case OPT_BARRIER_TIMEOUT:
+			if ((v = parse_duration_ms(optarg)) <= 0)
+				return bad_value(name, optarg);
+			o->barrier_timeout_ms = v;
 			break;
 		case ':':
 			fprintf(stderr, "fencegate: option \"%s\" needs a value (see --help)\n",
@@ -561,6 +571,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	fc.region = region;
 	fc.access_log = rt->access_log;
 	fc.http_mode = mode == PROXY_MODE_HTTP;
+	fc.barrier_timeout_ms = o->barrier_timeout_ms;
 	fc.base = rt->base;
 	if (pol->limits.objcache_entries > 0)
 		fc.objcache_capacity = (size_t)pol->limits.objcache_entries;

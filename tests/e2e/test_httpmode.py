@@ -374,30 +374,38 @@ def test_barrier_client_leaves(env):
 
 
 def test_barrier_timeout(env):
-    g, rec = env.gate, env.rec
-    e1 = g.acquire("tmo")
-    results = {}
+    """The wait is bounded (--barrier-timeout 1s here, 5 s by default): the
+    new-epoch write is answered 503 and never forwarded."""
+    rec = env.rec
+    g = Gate("--mode", "http", "--upstream", rec.url, "--lock-store", env.store,
+             "--barrier-timeout", "1s")
+    try:
+        e1 = g.acquire("tmo")
+        results = {}
 
-    def old_write():
-        results["old"] = g.write("/tmo/old", "tmo", e1, extra={"X-Test-Delay": "7"})
+        def old_write():
+            results["old"] = g.write("/tmo/old", "tmo", e1, extra={"X-Test-Delay": "2.5"})
 
-    t = threading.Thread(target=old_write)
-    t.start()
-    rec.wait_seen("/tmo/old")
-    g.lockapi("tmo", "release", epoch=e1)
-    e2 = g.acquire("tmo")
-    t0 = time.monotonic()
-    st, h, data = g.write("/tmo/new", "tmo", e2)
-    waited = time.monotonic() - t0
-    assert st == 503, (st, data)
-    json_error(data, "FencingBarrierTimeout")
-    assert 4.0 < waited < 6.9, waited
-    assert rec.seen("/tmo/new") == []
-    t.join(15)
-    assert results["old"][0] == 200
-    # once the old write is over, the new epoch flows
-    st, _, _ = g.write("/tmo/after", "tmo", e2)
-    assert st == 200
+        t = threading.Thread(target=old_write)
+        t.start()
+        rec.wait_seen("/tmo/old")
+        g.lockapi("tmo", "release", epoch=e1)
+        e2 = g.acquire("tmo")
+        t0 = time.monotonic()
+        st, h, data = g.write("/tmo/new", "tmo", e2)
+        waited = time.monotonic() - t0
+        assert st == 503, (st, data)
+        json_error(data, "FencingBarrierTimeout")
+        assert h.get("retry-after") == "1", h
+        assert 0.8 < waited < 2.3, waited
+        assert rec.seen("/tmo/new") == []
+        t.join(15)
+        assert results["old"][0] == 200
+        # once the old write is over, the new epoch flows
+        st, _, _ = g.write("/tmo/after", "tmo", e2)
+        assert st == 200
+    finally:
+        g.close()
 
 
 def test_lock_api(env):
