@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "accesslog.h"
+#include "utf8.h"
 
 char *accesslog_time(int64_t unix_ms, char *buf, size_t buflen)
 {
@@ -30,39 +31,6 @@ char *accesslog_time(int64_t unix_ms, char *buf, size_t buflen)
 	snprintf(buf, buflen, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)ms);
 	return buf;
-}
-
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *p, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xC2 && p[0] <= 0xDF) {
-		len = 2;
-		cp = p[0] & 0x1F;
-	} else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
-		len = 3;
-		cp = p[0] & 0x0F;
-	} else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
-		len = 4;
-		cp = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3F);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
 }
 
 /* Adds item under the constant key name (cJSON keeps the pointer, never

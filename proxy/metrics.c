@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "utf8.h"
 
 struct series {
 	char *values[METRICS_LABELS_MAX];
@@ -244,39 +245,6 @@ static void fmt_value(char *buf, size_t len, double v)
 		if (strtod(buf, NULL) != v)
 			snprintf(buf, len, "%.17g", v);
 	}
-}
-
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *p, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xC2 && p[0] <= 0xDF) {
-		len = 2;
-		cp = p[0] & 0x1F;
-	} else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
-		len = 3;
-		cp = p[0] & 0x0F;
-	} else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
-		len = 4;
-		cp = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3F);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
 }
 
 /* Writes s escaped: always \\ and \n; \" too inside label values. */
