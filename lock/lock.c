@@ -237,16 +237,54 @@ static void cache_latest(struct lock *lk, uint64_t epoch, const struct lock_payl
 	}
 }
 
+enum lock_code lock_pager_next(struct lock *lk, const char *start_after,
+			       struct lock_pager *pg, char *err, size_t errlen)
+{
+	enum store_code sc;
+
+	if (pg->pages > 0) { /* move on from the page the caller has read */
+		free(pg->cont);
+		pg->cont = pg->page.next_token;
+		pg->page.next_token = NULL;
+		store_list_page_free(&pg->page);
+	}
+	if (pg->pages >= LOCK_LIST_PAGES_MAX) {
+		snprintf(err, errlen, "listing \"%s\": more than %d pages", lk->prefix,
+			 LOCK_LIST_PAGES_MAX);
+		return LOCK_ERR_STORE;
+	}
+	sc = store_list(lk->st, lk->prefix,
+			pg->cont || !start_after || !start_after[0] ? NULL : start_after,
+			pg->cont, LOCK_LIST_PAGE, &pg->page, &pg->res);
+	pg->pages++;
+	if (sc != STORE_OK) {
+		lock_store_error(err, errlen, "listing", lk->prefix, sc, &pg->res);
+		return sc == STORE_ERR_NOMEM ? LOCK_ERR_NOMEM : LOCK_ERR_STORE;
+	}
+	if (!pg->page.truncated) {
+		pg->done = 1;
+	} else if (!pg->page.next_token || !pg->page.next_token[0]) {
+		snprintf(err, errlen, "listing \"%s\": truncated page without a continuation token",
+			 lk->prefix);
+		return LOCK_ERR_STORE;
+	}
+	return LOCK_OK;
+}
+
+void lock_pager_free(struct lock_pager *pg)
+{
+	free(pg->cont);
+	pg->cont = NULL;
+	store_list_page_free(&pg->page);
+	store_result_clear(&pg->res);
+}
+
 enum lock_code lock_latest_epoch(struct lock *lk, uint64_t *epoch, char *err, size_t errlen)
 {
-	struct store_list_page page = { 0 };
-	struct store_result res = STORE_RESULT_INIT;
+	struct lock_pager pg = LOCK_PAGER_INIT;
 	char start_after[LOCK_KEY_MAX], best_key[LOCK_KEY_MAX];
-	char *cont = NULL;
 	uint64_t best = lk->latest_epoch, e;
 	enum lock_code rc = LOCK_OK;
-	enum store_code sc;
-	long pages;
 	size_t i;
 
 	/* Listing resumes after the newest epoch key this struct lock has seen:
@@ -254,47 +292,23 @@ enum lock_code lock_latest_epoch(struct lock *lk, uint64_t *epoch, char *err, si
 	 * it can be newer. */
 	snprintf(start_after, sizeof(start_after), "%s", lk->latest_key);
 	best_key[0] = '\0';
-	for (pages = 0; pages < LOCK_LIST_PAGES_MAX; pages++) {
-		sc = store_list(lk->st, lk->prefix, cont || !start_after[0] ? NULL : start_after,
-				cont, LOCK_LIST_PAGE, &page, &res);
-		if (sc != STORE_OK) {
-			lock_store_error(err, errlen, "listing", lk->prefix, sc, &res);
-			rc = sc == STORE_ERR_NOMEM ? LOCK_ERR_NOMEM : LOCK_ERR_STORE;
+	while (!pg.done) {
+		rc = lock_pager_next(lk, start_after, &pg, err, errlen);
+		if (rc != LOCK_OK)
 			goto out;
-		}
-		for (i = 0; i < page.n; i++) {
-			e = page.entries[i].key ? lock_key_epoch(lk, page.entries[i].key) : 0;
+		for (i = 0; i < pg.page.n; i++) {
+			e = pg.page.entries[i].key ? lock_key_epoch(lk, pg.page.entries[i].key) : 0;
 			if (e > best) {
 				best = e;
-				snprintf(best_key, sizeof(best_key), "%s", page.entries[i].key);
+				snprintf(best_key, sizeof(best_key), "%s", pg.page.entries[i].key);
 			}
 		}
-		if (!page.truncated)
-			break;
-		if (!page.next_token || !page.next_token[0]) {
-			snprintf(err, errlen, "listing \"%s\": truncated page without a continuation token",
-				 lk->prefix);
-			rc = LOCK_ERR_STORE;
-			goto out;
-		}
-		free(cont);
-		cont = page.next_token;
-		page.next_token = NULL;
-		store_list_page_free(&page);
-	}
-	if (pages == LOCK_LIST_PAGES_MAX) {
-		snprintf(err, errlen, "listing \"%s\": more than %d pages", lk->prefix,
-			 LOCK_LIST_PAGES_MAX);
-		rc = LOCK_ERR_STORE;
-		goto out;
 	}
 	if (best > lk->latest_epoch)
 		cache_latest(lk, best, NULL, NULL, 0);
 	*epoch = lk->latest_epoch;
 out:
-	free(cont);
-	store_list_page_free(&page);
-	store_result_clear(&res);
+	lock_pager_free(&pg);
 	return rc;
 }
 

@@ -63,15 +63,13 @@ static int cmp_epoch_file(const void *a, const void *b)
 enum lock_code lock_gc(struct lock *lk, unsigned keep, unsigned *deleted,
 		       char *err, size_t errlen)
 {
-	struct store_list_page page = { 0 };
+	struct lock_pager pg = LOCK_PAGER_INIT;
 	struct store_result res = STORE_RESULT_INIT;
 	struct epoch_file *files = NULL, *grown;
 	size_t n = 0, cap = 0, i;
-	char *cont = NULL;
 	enum lock_code rc = LOCK_OK;
 	enum store_code sc;
 	uint64_t e;
-	long pages;
 	unsigned count = 0;
 
 	if (keep < 1) {
@@ -79,15 +77,12 @@ enum lock_code lock_gc(struct lock *lk, unsigned keep, unsigned *deleted,
 		return LOCK_ERR_INVALID;
 	}
 	/* every epoch file, from the first: gc needs them all */
-	for (pages = 0; pages < LOCK_LIST_PAGES_MAX; pages++) {
-		sc = store_list(lk->st, lk->prefix, NULL, cont, LOCK_LIST_PAGE, &page, &res);
-		if (sc != STORE_OK) {
-			lock_store_error(err, errlen, "listing", lk->prefix, sc, &res);
-			rc = LOCK_ERR_STORE;
+	while (!pg.done) {
+		rc = lock_pager_next(lk, NULL, &pg, err, errlen);
+		if (rc != LOCK_OK)
 			goto out;
-		}
-		for (i = 0; i < page.n; i++) {
-			e = page.entries[i].key ? lock_key_epoch(lk, page.entries[i].key) : 0;
+		for (i = 0; i < pg.page.n; i++) {
+			e = pg.page.entries[i].key ? lock_key_epoch(lk, pg.page.entries[i].key) : 0;
 			if (!e)
 				continue;
 			if (n == cap) {
@@ -98,23 +93,11 @@ enum lock_code lock_gc(struct lock *lk, unsigned keep, unsigned *deleted,
 				files = grown;
 			}
 			files[n].epoch = e;
-			files[n].key = strdup(page.entries[i].key);
+			files[n].key = strdup(pg.page.entries[i].key);
 			if (!files[n].key)
 				goto nomem;
 			n++;
 		}
-		if (!page.truncated)
-			break;
-		if (!page.next_token || !page.next_token[0]) {
-			snprintf(err, errlen, "listing \"%s\": truncated page without a continuation token",
-				 lk->prefix);
-			rc = LOCK_ERR_STORE;
-			goto out;
-		}
-		free(cont);
-		cont = page.next_token;
-		page.next_token = NULL;
-		store_list_page_free(&page);
 	}
 	if (n > 1)
 		qsort(files, n, sizeof(*files), cmp_epoch_file);
@@ -140,8 +123,7 @@ out:
 	for (i = 0; i < n; i++)
 		free(files[i].key);
 	free(files);
-	free(cont);
-	store_list_page_free(&page);
+	lock_pager_free(&pg);
 	store_result_clear(&res);
 	return rc;
 }

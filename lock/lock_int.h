@@ -56,6 +56,28 @@ int lock_random_hex(char *out, size_t outlen, size_t nbytes);
 void lock_self_identity(char *host, size_t hostlen, long long *pid);
 
 /* Formats a store failure into err: "WHAT KEY: reason (HTTP n Code: msg)". */
+/* Walks every page of a listing of lk's prefix. Zero it (LOCK_PAGER_INIT),
+ * call lock_pager_next() while !done and read pg->page after each call, then
+ * lock_pager_free(). The first page starts after start_after (NULL or "" for
+ * the beginning); later pages follow the continuation token. */
+struct lock_pager {
+	struct store_list_page page;
+	struct store_result res;
+	char *cont;
+	long pages;
+	int done;
+};
+
+#define LOCK_PAGER_INIT { .res = STORE_RESULT_INIT }
+
+/* Fetches the next page into pg->page (the previous one is freed) and sets
+ * pg->done after the last. LOCK_OK, or LOCK_ERR_STORE / LOCK_ERR_NOMEM with
+ * a message in err (store failure, a truncated page without a token, or
+ * more than LOCK_LIST_PAGES_MAX pages). */
+enum lock_code lock_pager_next(struct lock *lk, const char *start_after,
+			       struct lock_pager *pg, char *err, size_t errlen);
+void lock_pager_free(struct lock_pager *pg);
+
 void lock_store_error(char *err, size_t errlen, const char *what, const char *key,
 		      enum store_code code, const struct store_result *res);
 
