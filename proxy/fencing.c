@@ -1662,6 +1662,15 @@ void fencing_free(struct fencing *f)
 	free(f);
 }
 
+int fencing_lock_known(const struct fencing *f, const char *name)
+{
+	const struct policy *pol = f->policy;
+
+	if (!pol || pol->unrouted_writes == POLICY_UNROUTED_BUCKET_LOCK)
+		return 1;
+	return policy_lock_by_name(pol, name) != NULL;
+}
+
 int fencing_set_policy(struct fencing *f, struct policy *pol, char *err, size_t errlen)
 {
 	struct policy *old = f->policy;

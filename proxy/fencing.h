@@ -71,6 +71,12 @@ struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t 
 struct policy;
 int fencing_set_policy(struct fencing *f, struct policy *pol, char *err, size_t errlen);
 
+/* 1 if lock NAME exists for the lock API: any name without a config (lock
+ * NAME guards bucket NAME, or lives in the HTTP-mode lock store) or when
+ * unrouted writes use the bucket's lock; with a config otherwise, only the
+ * locks it names. 0 for an unknown one. */
+int fencing_lock_known(const struct fencing *f, const char *name);
+
 /* Call after jobs_free() (no HEAD job may still run). Accepts NULL. */
 void fencing_free(struct fencing *f);
 

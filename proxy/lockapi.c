@@ -572,6 +572,9 @@ enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg)
 	}
 	if (ar->op != API_STATUS && !is_post)
 		return reply_err(req, 405, "MethodNotAllowed", "lock operations answer POST");
+	if (api->fencing && !fencing_lock_known(api->fencing, name))
+		return reply_err(req, 404, "NoSuchLock",
+				 "no lock of that name in the configuration");
 	ar->lock = lockreg_get(api->locks, name, name, 1, &why);
 	if (!ar->lock)
 		return reply_err(req, why && strcmp(why, "full") == 0 ? 503 : 400,

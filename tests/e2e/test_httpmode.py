@@ -475,6 +475,10 @@ def test_config_routes():
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and g.request("GET", "/_fence/health")[0] != 200:
             time.sleep(0.05)
+        # with a config, the lock API serves only the locks it names
+        st, doc = g.lockapi("ledgre", "acquire", ttlMs=30000, holder="t")
+        assert st == 404 and doc["error"] == "NoSuchLock", (st, doc)
+        assert not os.path.exists(os.path.join(tmp.path, "locks", "ledgre"))
         e0 = g.acquire("ledger")
         assert g.write("/ledger/0", None, e0)[0] == 200
         # strict lists before every write: a lock broken behind the proxy's
