@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "lock.h"
+#include "lockhttp.h"
 #include "store.h"
 #include "timesrc.h"
 
@@ -55,7 +56,8 @@ static const char usage[] =
 "  --endpoint URL   S3-compatible endpoint (default: $AWS_ENDPOINT_URL, else AWS)\n"
 "  --region R       AWS region (default: $AWS_REGION, else us-east-1)\n"
 "  --profile P      AWS profile for credentials (default: $AWS_PROFILE, else default)\n"
-"  --proxy URL      use a fencegate lock HTTP API (not supported yet)\n"
+"  --proxy URL      use a fencegate proxy's lock HTTP API (acquire, renew,\n"
+"                   release, status, list) instead of the store\n"
 "  --json           machine-readable output\n"
 "  --help, --version\n"
 "\n"
@@ -669,6 +671,110 @@ static int cmd_run(const struct cli *c, struct lock *lk)
 
 /* --- main ---------------------------------------------------------------------- */
 
+/* ---- --proxy: the same commands through fencegate's lock HTTP API -------- */
+
+/* The "message" of an API error answer, or a fallback. */
+static const char *api_message(const cJSON *reply, long status)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(reply, "message");
+	static char buf[64];
+
+	if (cJSON_IsString(m))
+		return m->valuestring;
+	snprintf(buf, sizeof(buf), "unexpected HTTP status %ld", status);
+	return buf;
+}
+
+static double api_number(const cJSON *reply, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(reply, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static int api_error_code(const cJSON *reply, const char *code)
+{
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(reply, "error");
+
+	return cJSON_IsString(e) && strcmp(e->valuestring, code) == 0;
+}
+
+static int proxy_command(const struct cli *c)
+{
+	const char *cmd = c->command, *name = c->npos ? c->pos[0] : NULL;
+	char path[256], err[512] = "";
+	char *body = NULL;
+	const char *method = "POST";
+	cJSON *req = NULL, *reply = NULL;
+	const cJSON *holder;
+	long status = 0, timeout_ms = 30000;
+	int code = 1;
+
+	if (strcmp(cmd, "acquire") == 0) {
+		req = cJSON_CreateObject();
+		if (c->has_ttl)
+			cJSON_AddNumberToObject(req, "ttlMs", (double)c->ttl_ms);
+		if (c->has_wait)
+			cJSON_AddNumberToObject(req, "waitMs", (double)c->wait_ms);
+		if (c->holder)
+			cJSON_AddStringToObject(req, "holder", c->holder);
+		timeout_ms += (long)c->wait_ms;
+		snprintf(path, sizeof(path), "/_fence/locks/%s/acquire", name);
+	} else if (strcmp(cmd, "renew") == 0 || strcmp(cmd, "release") == 0) {
+		req = cJSON_CreateObject();
+		cJSON_AddNumberToObject(req, "epoch", (double)parse_epoch(c->pos[1]));
+		snprintf(path, sizeof(path), "/_fence/locks/%s/%s", name, cmd);
+	} else if (strcmp(cmd, "status") == 0) {
+		method = "GET";
+		snprintf(path, sizeof(path), "/_fence/locks/%s", name);
+	} else if (strcmp(cmd, "list") == 0) {
+		method = "GET";
+		snprintf(path, sizeof(path), "/_fence/locks");
+	} else {
+		fprintf(stderr, "fencectl: %s is not available through --proxy (the lock HTTP API "
+			"has acquire, renew, release, status and list); use --store\n", cmd);
+		return 1;
+	}
+	if (req && !(body = cJSON_PrintUnformatted(req))) {
+		fprintf(stderr, "fencectl: out of memory\n");
+		goto out;
+	}
+	if (lockhttp_request(c->proxy, method, path, body, timeout_ms, &status, &reply,
+			     err, sizeof(err)) < 0) {
+		fprintf(stderr, "fencectl: %s\n", err);
+		goto out;
+	}
+	if (status == 409 && (api_error_code(reply, "LockHeld") ||
+			      api_error_code(reply, "LockLost"))) {
+		holder = cJSON_GetObjectItemCaseSensitive(reply, "holder");
+		if (api_error_code(reply, "LockHeld"))
+			fprintf(stderr, "fencectl: lock \"%s\" is held by \"%s\" (epoch %.0f) "
+				"for another %.1fs\n", name,
+				cJSON_IsString(holder) ? holder->valuestring : "?",
+				api_number(reply, "epoch"), api_number(reply, "retryAfterMs") / 1000.0);
+		else
+			fprintf(stderr, "fencectl: lock lost: %s\n", api_message(reply, status));
+		code = EXIT_HELD;
+		goto out;
+	}
+	if (status != 200 || !reply) {
+		fprintf(stderr, "fencectl: %s %s: %s\n", method, path, api_message(reply, status));
+		goto out;
+	}
+	if (strcmp(cmd, "acquire") == 0 && !c->json)
+		printf("%.0f\n", api_number(reply, "epoch"));
+	else if (c->json || strcmp(cmd, "status") == 0 || strcmp(cmd, "list") == 0) {
+		print_json(reply); /* frees it */
+		reply = NULL;
+	}
+	code = 0;
+out:
+	cJSON_Delete(req);
+	cJSON_Delete(reply);
+	free(body);
+	return code;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c;
@@ -684,12 +790,6 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	cmd = c.command;
-	if (c.proxy) {
-		fprintf(stderr, "fencectl: --proxy (the lock HTTP API) is not supported yet; use "
-			"--store s3://BUCKET --endpoint %s to take locks through the proxy's S3 "
-			"endpoint\n", c.proxy);
-		return 1;
-	}
 
 	if (strcmp(cmd, "acquire") == 0)
 		expect(&c, 1, "NAME", 1, 1, 0);
@@ -715,6 +815,12 @@ int main(int argc, char **argv)
 	if (c.prefix && c.npos == 0)
 		die_usage("--prefix names one lock's files; %s does not take it", cmd);
 
+	if (c.proxy) {
+		if (c.store_url || c.prefix || c.endpoint)
+			die_usage("%s", "--proxy talks to a fencegate lock API; --store, --prefix and "
+				  "--endpoint do not apply");
+		return proxy_command(&c);
+	}
 	st = open_store(&c);
 	if (strcmp(cmd, "list") == 0) {
 		code = cmd_list(&c, st);
