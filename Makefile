@@ -155,7 +155,7 @@ install: all
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(O)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(O)/lib/libfencelock.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 644 lock/lock.h lock/store.h lock/timesrc.h $(DESTDIR)$(PREFIX)/include/fencelock/
+	install -m 644 lock/lock.h lock/store.h lock/timesrc.h lock/lockhttp.h $(DESTDIR)$(PREFIX)/include/fencelock/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/fencectl $(DESTDIR)$(PREFIX)/bin/fencegate \
