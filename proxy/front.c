@@ -1649,12 +1649,28 @@ int front_conn_send_head(struct front_conn *c, int status, const char *reason,
 			c->resp_chunked = 1;
 	}
 	c->resp_close = close_it;
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-			    reason ? reason : status_reason(status));
-	for (size_t i = 0; hdrs && i < hdrs->n; i++)
-		evbuffer_add_printf(out, "%s: %s\r\n", hdrs->v[i].name, hdrs->v[i].value);
-	if (content_length >= 0)
-		evbuffer_add_printf(out, "Content-Length: %" PRId64 "\r\n", content_length);
+	{
+		/* status line and headers written piecewise: no printf
+		 * formatting per header on the hot path */
+		const char *why = reason ? reason : status_reason(status);
+		char num[32];
+		int nlen = snprintf(num, sizeof(num), "HTTP/1.1 %d ", status);
+
+		evbuffer_add(out, num, (size_t)nlen);
+		evbuffer_add(out, why, strlen(why));
+		evbuffer_add(out, "\r\n", 2);
+		for (size_t i = 0; hdrs && i < hdrs->n; i++) {
+			evbuffer_add(out, hdrs->v[i].name, strlen(hdrs->v[i].name));
+			evbuffer_add(out, ": ", 2);
+			evbuffer_add(out, hdrs->v[i].value, strlen(hdrs->v[i].value));
+			evbuffer_add(out, "\r\n", 2);
+		}
+		if (content_length >= 0) {
+			nlen = snprintf(num, sizeof(num), "Content-Length: %" PRId64 "\r\n",
+					content_length);
+			evbuffer_add(out, num, (size_t)nlen);
+		}
+	}
 	if (c->resp_chunked)
 		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
 	if (close_it)

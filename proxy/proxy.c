@@ -350,7 +350,30 @@ int proxy_req_reply_error(struct proxy_req *req, int status, const char *code,
 
 /* ---- forwarding ------------------------------------------------------- */
 
-static int is_hop_by_hop(const struct front_hdrs *all, const char *name)
+/* The message's Connection header values, looked up once per message
+ * (names listed there are hop-by-hop too); all Connection headers count. */
+struct conn_tokens {
+	const char *v[8];
+	size_t n;
+	int overflow;	/* more Connection headers than v holds */
+};
+
+static void conn_tokens_find(const struct front_hdrs *all, struct conn_tokens *ct)
+{
+	ct->n = 0;
+	ct->overflow = 0;
+	for (size_t i = 0; i < all->n; i++) {
+		if (strcasecmp(all->v[i].name, "Connection") != 0)
+			continue;
+		if (ct->n < sizeof(ct->v) / sizeof(ct->v[0]))
+			ct->v[ct->n++] = all->v[i].value;
+		else
+			ct->overflow = 1;
+	}
+}
+
+static int is_hop_by_hop(const struct front_hdrs *all, const struct conn_tokens *ct,
+			 const char *name)
 {
 	static const char *const hop[] = {
 		"Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding",
@@ -362,9 +385,15 @@ static int is_hop_by_hop(const struct front_hdrs *all, const char *name)
 	for (size_t i = 0; hop[i]; i++)
 		if (strcasecmp(name, hop[i]) == 0)
 			return 1;
-	for (size_t i = 0; i < all->n; i++)
-		if (strcasecmp(all->v[i].name, "Connection") == 0 &&
-		    front_list_has(all->v[i].value, name))
+	if (ct->overflow) {
+		for (size_t i = 0; i < all->n; i++)
+			if (strcasecmp(all->v[i].name, "Connection") == 0 &&
+			    front_list_has(all->v[i].value, name))
+				return 1;
+		return 0;
+	}
+	for (size_t i = 0; i < ct->n; i++)
+		if (front_list_has(ct->v[i], name))
 			return 1;
 	return 0;
 }
@@ -503,6 +532,7 @@ static void start_forward(struct proxy_req *req)
 	struct proxy *p = req->p;
 	const struct front_msg *m = req->msg;
 	struct front_hdrs fwd = {0};
+	struct conn_tokens ct;
 	struct upstream_request ur;
 	char *query = NULL, *path = NULL, *url = NULL;
 	char err[256];
@@ -527,10 +557,11 @@ static void start_forward(struct proxy_req *req)
 				      "the request body was streamed and cannot be re-sent", NULL);
 		return;
 	}
+	conn_tokens_find(&m->hdrs, &ct);
 	for (size_t i = 0; i < m->hdrs.n; i++) {
 		const char *name = m->hdrs.v[i].name;
 
-		if (is_hop_by_hop(&m->hdrs, name) || is_proxy_owned(p, name))
+		if (is_hop_by_hop(&m->hdrs, &ct, name) || is_proxy_owned(p, name))
 			continue;
 		if (front_hdrs_add(&fwd, name, m->hdrs.v[i].value) < 0)
 			goto nomem;
@@ -663,15 +694,17 @@ static size_t up_read_body(void *arg, char *buf, size_t len)
 static int relay_head(struct proxy_req *req, int status, const struct front_hdrs *up)
 {
 	struct front_hdrs out = {0};
+	struct conn_tokens ct;
 	const char *cl = front_hdrs_get(up, "Content-Length");
 	const char *te = front_hdrs_get(up, "Transfer-Encoding");
 	int64_t length = -1;
 	int rc;
 
+	conn_tokens_find(up, &ct);
 	for (size_t i = 0; i < up->n; i++) {
 		const char *name = up->v[i].name;
 
-		if (is_hop_by_hop(up, name) || strcasecmp(name, "Content-Length") == 0)
+		if (is_hop_by_hop(up, &ct, name) || strcasecmp(name, "Content-Length") == 0)
 			continue;
 		if (front_hdrs_add(&out, name, up->v[i].value) < 0) {
 			front_hdrs_clear(&out);

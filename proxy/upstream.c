@@ -447,17 +447,26 @@ size_t upstream_active(const struct upstream *u)
 static int slist_add(struct curl_slist **list, const char *name, const char *value)
 {
 	size_t nlen = strlen(name), vlen = strlen(value);
-	char *line = malloc(nlen + vlen + 3);
+	size_t need = nlen + vlen + 3;
+	char stack[512];
+	char *line = need <= sizeof(stack) ? stack : malloc(need);
 	struct curl_slist *n;
 
 	if (!line)
 		return -1;
-	if (vlen)
-		snprintf(line, nlen + vlen + 3, "%s: %s", name, value);
-	else
-		snprintf(line, nlen + vlen + 3, "%s;", name);
+	memcpy(line, name, nlen);
+	if (vlen) {
+		line[nlen] = ':';
+		line[nlen + 1] = ' ';
+		memcpy(line + nlen + 2, value, vlen);
+		line[nlen + 2 + vlen] = '\0';
+	} else {
+		line[nlen] = ';';
+		line[nlen + 1] = '\0';
+	}
 	n = curl_slist_append(*list, line);
-	free(line);
+	if (line != stack)
+		free(line);
 	if (!n)
 		return -1;
 	*list = n;
