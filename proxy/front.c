@@ -1615,6 +1615,49 @@ int front_conn_body_done(const struct front_conn *c)
 	return c->body_done;
 }
 
+/* Writes a response head into out with one evbuffer_add (each add runs the
+ * buffer's callbacks): built in a stack buffer, or a heap one when long.
+ * Returns 0, or -1 when out of memory. */
+static int send_head_lines(struct evbuffer *out, int status, const char *why,
+			   const struct front_hdrs *hdrs, int64_t content_length,
+			   int chunked, int close_it, int http10)
+{
+	char stack[4096];
+	char *buf = stack, *w;
+	size_t need = 128 + strlen(why);
+	int rc = 0;
+
+	for (size_t i = 0; hdrs && i < hdrs->n; i++)
+		need += strlen(hdrs->v[i].name) + strlen(hdrs->v[i].value) + 4;
+	if (need > sizeof(stack) && !(buf = malloc(need)))
+		return -1;
+	w = buf + sprintf(buf, "HTTP/1.1 %d ", status);
+	w = mempcpy(w, why, strlen(why));
+	w = mempcpy(w, "\r\n", 2);
+	for (size_t i = 0; hdrs && i < hdrs->n; i++) {
+		w = mempcpy(w, hdrs->v[i].name, strlen(hdrs->v[i].name));
+		w = mempcpy(w, ": ", 2);
+		w = mempcpy(w, hdrs->v[i].value, strlen(hdrs->v[i].value));
+		w = mempcpy(w, "\r\n", 2);
+	}
+	if (content_length >= 0)
+		w += sprintf(w, "Content-Length: %" PRId64 "\r\n", content_length);
+	/* 128 bytes above cover the status line number, Content-Length,
+	 * one of these lines and the blank line (at most 86) */
+	if (chunked)
+		w = mempcpy(w, "Transfer-Encoding: chunked\r\n", 28);
+	if (close_it)
+		w = mempcpy(w, "Connection: close\r\n", 19);
+	else if (http10)
+		w = mempcpy(w, "Connection: keep-alive\r\n", 24);
+	w = mempcpy(w, "\r\n", 2);
+	if (evbuffer_add(out, buf, (size_t)(w - buf)) < 0)
+		rc = -1;
+	if (buf != stack)
+		free(buf);
+	return rc;
+}
+
 int front_conn_send_head(struct front_conn *c, int status, const char *reason,
 			 const struct front_hdrs *hdrs, int64_t content_length,
 			 int no_body, int force_close)
@@ -1649,36 +1692,8 @@ int front_conn_send_head(struct front_conn *c, int status, const char *reason,
 			c->resp_chunked = 1;
 	}
 	c->resp_close = close_it;
-	{
-		/* status line and headers written piecewise: no printf
-		 * formatting per header on the hot path */
-		const char *why = reason ? reason : status_reason(status);
-		char num[32];
-		int nlen = snprintf(num, sizeof(num), "HTTP/1.1 %d ", status);
-
-		evbuffer_add(out, num, (size_t)nlen);
-		evbuffer_add(out, why, strlen(why));
-		evbuffer_add(out, "\r\n", 2);
-		for (size_t i = 0; hdrs && i < hdrs->n; i++) {
-			evbuffer_add(out, hdrs->v[i].name, strlen(hdrs->v[i].name));
-			evbuffer_add(out, ": ", 2);
-			evbuffer_add(out, hdrs->v[i].value, strlen(hdrs->v[i].value));
-			evbuffer_add(out, "\r\n", 2);
-		}
-		if (content_length >= 0) {
-			nlen = snprintf(num, sizeof(num), "Content-Length: %" PRId64 "\r\n",
-					content_length);
-			evbuffer_add(out, num, (size_t)nlen);
-		}
-	}
-	if (c->resp_chunked)
-		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
-	if (close_it)
-		evbuffer_add(out, "Connection: close\r\n", 19);
-	else if (c->http10)
-		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-	evbuffer_add(out, "\r\n", 2);
-	return 0;
+	return send_head_lines(out, status, reason ? reason : status_reason(status), hdrs,
+			       content_length, c->resp_chunked, close_it, c->http10);
 }
 
 int front_conn_send_body(struct front_conn *c, const void *data, size_t len)

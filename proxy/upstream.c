@@ -17,6 +17,10 @@
 
 #include "log.h"
 
+/* Easy handles kept for reuse after a transfer (curl_easy_reset keeps the
+ * allocation, skips curl_easy_init/cleanup per request); bounded. */
+#define UPSTREAM_EASY_POOL 64
+
 struct upstream {
 	struct event_base *base;
 	struct upstream_config cfg;
@@ -25,6 +29,8 @@ struct upstream {
 	int running;
 	size_t active;
 	struct upstream_xfer *xfers; /* every transfer not yet freed */
+	CURL *idle[UPSTREAM_EASY_POOL]; /* reset easy handles for reuse */
+	size_t n_idle;
 };
 
 /* States: sending (head not seen), receiving (after on_head), done (reaped
@@ -87,9 +93,17 @@ static void xfer_free(struct upstream_xfer *x)
 	if (x->next)
 		x->next->prev = x->prev;
 	if (x->easy) {
-		curl_multi_remove_handle(x->u->multi, x->easy);
-		curl_easy_cleanup(x->easy);
-		x->u->active--;
+		struct upstream *u = x->u;
+
+		/* only a handle the multi really let go of is reused */
+		if (curl_multi_remove_handle(u->multi, x->easy) == CURLM_OK &&
+		    u->n_idle < UPSTREAM_EASY_POOL) {
+			curl_easy_reset(x->easy);
+			u->idle[u->n_idle++] = x->easy;
+		} else {
+			curl_easy_cleanup(x->easy);
+		}
+		u->active--;
 	}
 	curl_slist_free_all(x->slist);
 	if (x->progress)
@@ -429,6 +443,8 @@ void upstream_free(struct upstream *u)
 		u->xfers->cancelled = 1;
 		xfer_free(u->xfers);
 	}
+	while (u->n_idle > 0)
+		curl_easy_cleanup(u->idle[--u->n_idle]);
 	if (u->multi)
 		curl_multi_cleanup(u->multi);
 	if (u->timer)
@@ -492,7 +508,7 @@ struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_r
 	x->arg = arg;
 	x->head_only = req->head;
 	x->progress = evtimer_new(u->base, progress_timeout_cb, x);
-	x->easy = curl_easy_init();
+	x->easy = u->n_idle > 0 ? u->idle[--u->n_idle] : curl_easy_init();
 	if (!x->progress || !x->easy)
 		goto nomem;
 	u->active++;
