@@ -424,6 +424,17 @@ enum lock_code lock_status(struct lock *lk, struct lock_info *info, char *err, s
 
 /* --- creating an epoch file ------------------------------------------------ */
 
+/* When the server wrote what res describes (Unix seconds): its Last-Modified,
+ * else its Date, else our own clock. */
+static int64_t written_at(const struct lock *lk, const struct store_result *res)
+{
+	if (res->last_modified)
+		return res->last_modified;
+	if (res->server_date)
+		return res->server_date;
+	return timesrc_wall_ms(lk->time) / 1000;
+}
+
 /* After an ambiguous write: is the file there, and is it ours (by nonce)?
  * Returns 1 ours (etag/lm filled), 0 someone else's, -1 absent, -2 failed. */
 static int read_back_nonce(struct lock *lk, const char *key, const char *nonce,
@@ -443,9 +454,7 @@ static int read_back_nonce(struct lock *lk, const char *key, const char *nonce,
 	} else if (lock_payload_parse(res.body, res.body_len, &p) == 0 &&
 		   nonce[0] && strcmp(p.nonce, nonce) == 0) {
 		snprintf(out->etag, sizeof(out->etag), "%s", res.etag);
-		out->last_modified = res.last_modified ? res.last_modified :
-				     (res.server_date ? res.server_date :
-				      timesrc_wall_ms(lk->time) / 1000);
+		out->last_modified = written_at(lk, &res);
 		r = 1;
 	} else {
 		r = 0;
@@ -489,9 +498,7 @@ enum lock_code lock_create_epoch(struct lock *lk, uint64_t epoch,
 		if (sc == STORE_OK) {
 			out->won = 1;
 			snprintf(out->etag, sizeof(out->etag), "%s", res.etag);
-			out->last_modified = res.last_modified ? res.last_modified :
-					     (res.server_date ? res.server_date :
-					      timesrc_wall_ms(lk->time) / 1000);
+			out->last_modified = written_at(lk, &res);
 			goto out;
 		}
 		if (sc == STORE_PRECONDITION_FAILED && !ambiguous)
