@@ -21,7 +21,7 @@ ifeq ($(CI),true)
 WARN    += -Werror
 endif
 CFLAGS  ?= -O2 -g
-CPPFLAGS_ALL = -std=c11 -D_GNU_SOURCE -DFENCE_VERSION='"$(VERSION)"' -Ilock -Iproxy -Ipolicy \
+CPPFLAGS_ALL = -std=c11 -D_GNU_SOURCE -DFENCE_VERSION='"$(VERSION)"' -I. -Iproxy \
 	$(WARN) $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 LIBS     = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lhttp_parser -lpthread -lm
 SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -34,20 +34,31 @@ Q =
 E = @true
 endif
 
-# --- sources: the folder is the table of contents --------------------------
-LOCK_SRC   := $(filter-out lock/fencectl.c,$(wildcard lock/*.c))
-PROXY_SRC  := $(filter-out proxy/main.c,$(wildcard proxy/*.c))
+# --- sources: the folders are the table of contents ------------------------
+#   wire/           codecs and AWS wire formats every layer speaks (SigV4, creds)
+#   lock/           the lock protocol, the object store and its backends, fencectl
+#   policy/         the configuration and permissions
+#   proxy/ops/      logs, access log, metrics
+#   proxy/http/     connections, parsing, limits, TLS, request lifecycle, upstream
+#   proxy/s3/       S3 authentication and aws-chunked bodies
+#   proxy/fence/    the verdict, lock registry, object CAS, lock API, barrier
+#   proxy/local/    the embedded S3 server over the local-directory store
+# Each layer includes only the ones above it in this list (tests/layering.sh).
+WIRE_SRC   := $(wildcard wire/*.c)
+LOCK_SRC   := $(WIRE_SRC) $(filter-out lock/fencectl.c,$(wildcard lock/*.c))
+PROXY_DIRS := proxy/ops proxy/http proxy/s3 proxy/fence proxy/local
+PROXY_SRC  := $(foreach d,$(PROXY_DIRS),$(wildcard $(d)/*.c))
 POLICY_SRC := $(wildcard policy/*.c)
-CORE_SRC   := $(PROXY_SRC) $(POLICY_SRC)
-UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+CORE_SRC   := $(POLICY_SRC) $(PROXY_SRC)
+UNIT_SRC   := $(wildcard tests/unit/*/test_*.c)
 ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
-HEADERS    := $(wildcard lock/*.h proxy/*.h policy/*.h)
+HEADERS    := $(wildcard wire/*.h lock/*.h policy/*.h $(addsuffix /*.h,$(PROXY_DIRS)))
 
 LOCK_OBJ   := $(LOCK_SRC:%.c=$(O)/build/obj/%.o)
 CORE_OBJ   := $(CORE_SRC:%.c=$(O)/build/obj/%.o)
 SAN_OBJ    := $(LOCK_SRC:%.c=$(O)/build/san/%.o) $(CORE_SRC:%.c=$(O)/build/san/%.o)
-UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(O)/build/test/%)
+UNIT_BIN   := $(addprefix $(O)/build/test/,$(notdir $(UNIT_SRC:.c=)))
 ITEST_BIN  := $(ITEST_SRC:tests/integration/%.c=$(O)/build/test/%)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/build/fuzz/%)
 
@@ -56,7 +67,7 @@ PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 # keep sanitizer objects between runs (they are prerequisites of pattern rules)
 .SECONDARY:
 
-.PHONY: all deps deps-test deps-bench run test unit integration bench fuzz lint \
+.PHONY: all deps deps-test deps-bench run test layering unit integration bench fuzz lint \
 	install uninstall clean help
 all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(O)/lib/libfencelock.pc
 
@@ -96,7 +107,8 @@ $(O)/bin/fencegate: $(O)/build/obj/proxy/main.o $(CORE_OBJ) $(O)/lib/libfenceloc
 	$(E) LD $@
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
 
-$(O)/build/test/%: tests/unit/%.c $(SAN_OBJ) $(HEADERS) | deps-test
+vpath test_%.c $(sort $(dir $(UNIT_SRC)))
+$(O)/build/test/test_%: test_%.c $(SAN_OBJ) $(HEADERS) | deps-test
 	@mkdir -p $(O)/build/test
 	$(E) LD-SAN $@
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $< $(SAN_OBJ) \
@@ -123,7 +135,10 @@ run: all
 	@echo "  curl -i -X PUT --data-binary v1 -H 'X-Fencing-Token: 1' http://127.0.0.1:8080/demo-bucket/a.txt"
 	$(Q)exec $(O)/bin/fencegate --listen 127.0.0.1:8080 --data ./fencegate-data
 
-test: all deps-test unit integration
+test: all deps-test layering unit integration
+
+layering:
+	$(Q)tests/layering.sh
 
 unit: $(UNIT_BIN)
 	$(Q)fail=0; for t in $(UNIT_BIN); do \
@@ -147,7 +162,7 @@ fuzz: $(FUZZ_BIN)
 lint: deps
 	$(Q)clang-tidy --quiet $(LOCK_SRC) lock/fencectl.c $(CORE_SRC) -- $(CPPFLAGS_ALL)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
-		--suppress=missingIncludeSystem -Ilock -Iproxy -Ipolicy lock proxy policy
+		--suppress=missingIncludeSystem -I. -Iproxy wire lock proxy policy
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \

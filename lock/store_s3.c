@@ -17,9 +17,9 @@
 
 #include <curl/curl.h>
 
-#include "awscreds.h"
+#include "wire/awscreds.h"
 #include "s3xml.h"
-#include "sigv4.h"
+#include "wire/sigv4.h"
 #include "store.h"
 
 #define GET_BODY_MAX     ((size_t)16 << 20)  /* object bytes a GET may return */

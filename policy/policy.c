@@ -26,8 +26,8 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-#include "fence.h"
-#include "lock.h"
+#include "wire/method.h"
+#include "lock/lock.h"
 #include "policy.h"
 
 /* ---- the schema table ---------------------------------------------------- */
@@ -42,7 +42,7 @@ enum ktype {
 	KT_INT,       /* long long at off */
 	KT_ENUM,      /* int at off: index into values */
 	KT_NAME,      /* const char * at off: values[index] (static) */
-	KT_METHODS,   /* unsigned FENCE_M_* mask at off */
+	KT_METHODS,   /* unsigned METHOD_* mask at off */
 	KT_ACTIONS,   /* unsigned POLICY_ACT_* mask at off */
 };
 
@@ -446,12 +446,12 @@ static int set_names(struct parser *ps, const struct key *k, const cJSON *it,
 				    el->valuestring, list);
 		}
 		if (k->type == KT_METHODS)
-			mask |= fence_method_from_name(el->valuestring);
+			mask |= method_from_name(el->valuestring);
 		else
 			mask |= 1u << idx;
 	}
 	if (k->type == KT_METHODS)
-		mask |= FENCE_M_OTHER;
+		mask |= METHOD_OTHER;
 	*slot = mask;
 	return 0;
 }

@@ -86,8 +86,8 @@ struct policy_route {
 	char *prefix;              /* "/acme-billing/invoices/" */
 	char *lock_name;
 	const struct policy_lock *lock;  /* into policy->locks, never NULL */
-	unsigned methods;          /* FENCE_M_* bits (fence.h) that are fenced;
-				    * always includes FENCE_M_OTHER: an unknown
+	unsigned methods;          /* METHOD_* bits (wire/method.h) that are fenced;
+				    * always includes METHOD_OTHER: an unknown
 				    * method is a write (fail closed) */
 	bool strict;               /* list before every write; a lapsed lease
 				    * refuses writes */

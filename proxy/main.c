@@ -18,18 +18,18 @@
 
 #include <cjson/cJSON.h>
 
-#include "authz.h"
-#include "awscreds.h"
-#include "fencing.h"
-#include "jobs.h"
-#include "lockapi.h"
-#include "lockreg.h"
-#include "log.h"
-#include "metrics.h"
-#include "policy.h"
-#include "proxy.h"
-#include "s3local.h"
-#include "tls.h"
+#include "s3/authz.h"
+#include "wire/awscreds.h"
+#include "fence/fencing.h"
+#include "http/jobs.h"
+#include "fence/lockapi.h"
+#include "fence/lockreg.h"
+#include "ops/log.h"
+#include "ops/metrics.h"
+#include "policy/policy.h"
+#include "http/proxy.h"
+#include "local/s3local.h"
+#include "http/tls.h"
 
 #define MAX_LISTEN 16
 

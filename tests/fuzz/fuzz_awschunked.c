@@ -1,5 +1,5 @@
 /* fuzz_awschunked.c — libFuzzer target for the aws-chunked decoder
- * (proxy/awschunked.c).
+ * (proxy/s3/awschunked.c).
  *
  * Input: byte 0 = bits 0-1 mode (0 signed, 1 signed+trailer, else unsigned
  * trailer), bits 2-4 trailer (0 none, 1-5 crc32/crc32c/crc64nvme/sha1/
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "awschunked.h"
-#include "sigv4.h"
+#include "s3/awschunked.h"
+#include "wire/sigv4.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "front.h"
+#include "http/front.h"
 
 struct fuzz_state {
 	unsigned heads, ends;

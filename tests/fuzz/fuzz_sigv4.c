@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sigv4.h"
+#include "wire/sigv4.h"
 
 #define FUZZ_MAX_HEADERS 16
 

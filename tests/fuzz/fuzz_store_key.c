@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "lock/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

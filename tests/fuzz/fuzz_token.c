@@ -1,5 +1,5 @@
 /* fuzz_token.c — libFuzzer target for the fencing token and lock name
- * parsers (proxy/token.c) and the verdict they feed (proxy/fence.c).
+ * parsers (proxy/fence/token.c) and the verdict they feed (proxy/fence/fence.c).
  *
  * Input: header value, then optionally '\n' and a metadata value. Checks
  * that an accepted token is exactly 1-19 ASCII digits with the value strtoull
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fence.h"
-#include "token.h"
+#include "fence/fence.h"
+#include "fence/token.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

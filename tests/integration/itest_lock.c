@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "lock.h"
-#include "store.h"
+#include "lock/lock.h"
+#include "lock/store.h"
 
 static char errbuf[512];
 

@@ -1,0 +1,705 @@
+/* lockapi.c — /_fence/ endpoints: the lock HTTP API (JSON in and out, cJSON),
+ * health gated on the backend self-test, and Prometheus metrics.
+ *
+ * Lock calls run on the lock's serialized job queue; an acquire that must
+ * wait (waitMs) retries from loop timers instead of blocking a worker, so
+ * the lock's other work (loads, lookups) is never stuck behind it. It does
+ * not fence data writes. */
+#include "lockapi.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "ops/accesslog.h"
+#include "ops/log.h"
+#include "wire/s3err.h"
+
+#define LOCKAPI_BODY_MAX 16384
+#define LOCKAPI_TTL_MAX (24LL * 3600 * 1000)
+
+struct lockapi {
+	struct event_base *base;
+	struct proxy *proxy;
+	struct jobs *jobs;
+	struct lockreg *locks;
+	struct fencing *fencing;
+	struct fencegate_metrics *metrics;
+	struct store_config st_cfg;
+	char *st_url, *st_endpoint, *st_region;
+	long max_wait_ms;
+	int healthy;
+	int self_test_done;
+	char self_test_err[512];
+};
+
+enum api_op { API_ACQUIRE, API_RENEW, API_RELEASE, API_STATUS };
+
+struct api_req {
+	struct lockapi *api;
+	struct proxy_req *req;
+	enum api_op op;
+	struct lockreg_entry *lock;
+	char *body;
+	size_t body_len;
+	bool too_big;
+	/* parsed arguments */
+	char holder[LOCK_HOLDER_MAX];
+	int64_t ttl_ms;
+	int64_t wait_ms;
+	uint64_t epoch;
+	int64_t deadline_ms;         /* monotonic end of waiting */
+	int tries;
+	bool suspended;              /* GET status: resume; POST: consumed, reply only */
+	struct event *timer;
+	/* job results */
+	enum lock_code code;
+	struct lock_grant grant;
+	struct lock_info info;
+	char err[320];
+};
+
+static void api_req_free(void *arg)
+{
+	struct api_req *ar = arg;
+
+	if (!ar)
+		return;
+	if (ar->timer)
+		event_free(ar->timer);
+	free(ar->body);
+	free(ar);
+}
+
+/* ---- replies ------------------------------------------------------------ */
+
+static void reply_json(struct proxy_req *req, int status, cJSON *obj)
+{
+	struct front_hdrs h = {0};
+	char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
+
+	front_hdrs_add(&h, "Cache-Control", "no-store");
+	if (!text) {
+		proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
+	} else {
+		char *line = NULL;
+		int len = asprintf(&line, "%s\n", text);
+
+		if (len > 0)
+			proxy_req_reply(req, status, &h, "application/json", line, (size_t)len);
+		else
+			proxy_req_reply(req, status, &h, "application/json", text, strlen(text));
+		if (len > 0)
+			free(line);
+	}
+	front_hdrs_clear(&h);
+	free(text);
+	cJSON_Delete(obj);
+}
+
+static enum proxy_action reply_err(struct proxy_req *req, int status, const char *code,
+				   const char *message)
+{
+	struct s3err e = { .code = code, .message = message,
+			   .request_id = proxy_req_id(req) };
+	struct front_hdrs h = {0};
+	size_t len = 0;
+	char *body = s3err_json_dup(&e, &len);
+
+	if (!body) {
+		proxy_req_reply_error(req, status, code, message, NULL);
+		return PROXY_HANDLED;
+	}
+	front_hdrs_add(&h, "Cache-Control", "no-store");
+	proxy_req_reply(req, status, &h, S3ERR_JSON_CONTENT_TYPE, body, len);
+	front_hdrs_clear(&h);
+	free(body);
+	return PROXY_HANDLED;
+}
+
+static void add_time(cJSON *o, const char *name, int64_t unix_ms)
+{
+	char buf[40];
+
+	if (unix_ms > 0 && accesslog_time(unix_ms, buf, sizeof(buf))[0])
+		cJSON_AddStringToObject(o, name, buf);
+	else
+		cJSON_AddNullToObject(o, name);
+}
+
+static void set_epoch_metric(struct lockapi *api, struct lockreg_entry *e)
+{
+	if (api->metrics)
+		metrics_set(api->metrics->lock_epoch, (const char *[]){ e->name },
+			    (double)e->high_water);
+}
+
+/* ---- lock jobs ---------------------------------------------------------- */
+
+static void api_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
+{
+	struct api_req *ar = arg;
+
+	if (!io->lk) {
+		ar->code = LOCK_ERR_STORE;
+		snprintf(ar->err, sizeof(ar->err), "%s", io->err ? io->err : "no store");
+		return;
+	}
+	switch (ar->op) {
+	case API_ACQUIRE: {
+		struct lock_acquire_opts ao = { .holder = ar->holder[0] ? ar->holder : NULL,
+						.ttl_ms = ar->ttl_ms, .wait_ms = 0 };
+
+		ar->code = lock_acquire(io->lk, &ao, &ar->grant, &ar->info, ar->err,
+					sizeof(ar->err));
+		break;
+	}
+	case API_RENEW:
+	case API_RELEASE:
+		memset(&ar->grant, 0, sizeof(ar->grant));
+		ar->grant.epoch = ar->epoch;
+		ar->grant.ttl_ms = ar->ttl_ms;
+		ar->code = ar->op == API_RENEW
+			   ? lock_renew(io->lk, &ar->grant, ar->err, sizeof(ar->err))
+			   : lock_release(io->lk, &ar->grant, ar->err, sizeof(ar->err));
+		if (ar->code == LOCK_OK || ar->code == LOCK_LOST)
+			lock_status(io->lk, &ar->info, ar->err + 0, 0);
+		break;
+	case API_STATUS:
+		ar->code = lock_status(io->lk, &ar->info, ar->err, sizeof(ar->err));
+		break;
+	}
+}
+
+static void api_done(struct lockreg_entry *e, void *arg);
+
+/* Ends the request after a reply was made (or the client left). A
+ * consumed request may be freed by its reply, so callers read suspended
+ * before replying. */
+static void finish(struct proxy_req *req, bool suspended, enum proxy_action act)
+{
+	if (suspended)
+		proxy_req_resume(req, act);
+}
+
+static void retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct api_req *ar = arg;
+
+	bool suspended = ar->suspended;
+	struct proxy_req *req = ar->req;
+
+	if (proxy_req_client_gone(req) ||
+	    lockreg_submit(ar->api->locks, ar->lock, api_run, api_done, ar) < 0)
+		finish(req, suspended, reply_err(req, 503, "ServiceUnavailable",
+						 "cannot queue the lock operation"));
+}
+
+static cJSON *grant_json(struct lockreg_entry *e, const struct lock_grant *g)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "lock", e->name);
+	cJSON_AddNumberToObject(o, "epoch", (double)g->epoch);
+	cJSON_AddStringToObject(o, "holder", g->holder);
+	cJSON_AddNumberToObject(o, "ttlMs", (double)g->ttl_ms);
+	add_time(o, "expiresAt", g->expires_at_ms);
+	cJSON_AddNumberToObject(o, "expiresAtMs", (double)g->expires_at_ms);
+	return o;
+}
+
+static void api_done(struct lockreg_entry *e, void *arg)
+{
+	struct api_req *ar = arg;
+	struct lockapi *api = ar->api;
+	struct proxy_req *req = ar->req;
+	bool suspended = ar->suspended;
+	cJSON *o;
+	char msg[800];
+
+	if (proxy_req_client_gone(req)) {
+		/* an acquire that succeeded still raised nothing here: the lock
+		 * file exists and the next load or lookup learns it */
+		if (ar->code == LOCK_OK && ar->op == API_ACQUIRE)
+			lockreg_note(e, ar->grant.epoch, LOCK_STATE_HELD, ar->grant.expires_at_ms,
+				     ar->grant.holder, ar->grant.ttl_ms);
+		finish(req, suspended, reply_err(req, 499, "ClientGone", "the client left"));
+		return;
+	}
+	if (ar->code == LOCK_OK || ar->code == LOCK_HELD || ar->code == LOCK_LOST) {
+		if (ar->info.epoch)
+			lockreg_note_info(e, &ar->info);
+		e->loaded = e->loaded || ar->op == API_STATUS;
+	}
+	switch (ar->op) {
+	case API_ACQUIRE:
+		if (ar->code == LOCK_OK) {
+			lockreg_note(e, ar->grant.epoch, LOCK_STATE_HELD, ar->grant.expires_at_ms,
+				     ar->grant.holder, ar->grant.ttl_ms);
+			set_epoch_metric(api, e);
+			log_info("lock \"%s\" acquired: epoch \"%" PRIu64 "\" holder \"%s\"",
+				 e->name, ar->grant.epoch, ar->grant.holder);
+			reply_json(req, 200, grant_json(e, &ar->grant));
+			break;
+		}
+		if (ar->code == LOCK_HELD) {
+			int64_t left = ar->deadline_ms - lockreg_mono_ms();
+			int64_t retry = ar->info.remaining_ms > 0 ? ar->info.remaining_ms : 1000;
+
+			if (left > 0) {
+				int64_t backoff = 100LL << (ar->tries < 5 ? ar->tries : 5);
+				int64_t wait = backoff < retry ? backoff : retry;
+				struct timeval tv;
+
+				if (wait > left)
+					wait = left;
+				ar->tries++;
+				tv.tv_sec = wait / 1000;
+				tv.tv_usec = (wait % 1000) * 1000;
+				if (!ar->timer)
+					ar->timer = evtimer_new(api->base, retry_cb, ar);
+				if (ar->timer && evtimer_add(ar->timer, &tv) == 0)
+					return; /* still suspended */
+			}
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "error", "LockHeld");
+			snprintf(msg, sizeof(msg), "lock \"%s\" is held by \"%s\" (epoch %" PRIu64 ")",
+				 e->name, ar->info.payload.leader_id, ar->info.epoch);
+			cJSON_AddStringToObject(o, "message", msg);
+			cJSON_AddStringToObject(o, "lock", e->name);
+			cJSON_AddStringToObject(o, "holder", ar->info.payload.leader_id);
+			cJSON_AddNumberToObject(o, "epoch", (double)ar->info.epoch);
+			cJSON_AddNumberToObject(o, "retryAfterMs", (double)retry);
+			reply_json(req, 409, o);
+			break;
+		}
+		goto failed;
+	case API_RENEW:
+	case API_RELEASE:
+		if (ar->code == LOCK_OK) {
+			if (ar->op == API_RELEASE) {
+				lockreg_note(e, ar->epoch, LOCK_STATE_RELEASED, 0, ar->grant.holder, 0);
+			} else {
+				lockreg_note(e, ar->epoch, LOCK_STATE_HELD, ar->grant.expires_at_ms,
+					     ar->grant.holder, ar->grant.ttl_ms);
+			}
+			set_epoch_metric(api, e);
+			o = grant_json(e, &ar->grant);
+			if (ar->op == API_RELEASE)
+				cJSON_AddTrueToObject(o, "released");
+			reply_json(req, 200, o);
+			break;
+		}
+		if (ar->code == LOCK_LOST) {
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "error", "LockLost");
+			cJSON_AddStringToObject(o, "message", ar->err);
+			cJSON_AddStringToObject(o, "lock", e->name);
+			cJSON_AddNumberToObject(o, "epoch", (double)ar->epoch);
+			cJSON_AddNumberToObject(o, "currentEpoch", (double)e->high_water);
+			reply_json(req, 409, o);
+			break;
+		}
+		goto failed;
+	case API_STATUS:
+		if (ar->code != LOCK_OK)
+			goto failed;
+		set_epoch_metric(api, e);
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "lock", e->name);
+		cJSON_AddNumberToObject(o, "epoch", (double)ar->info.epoch);
+		cJSON_AddStringToObject(o, "state", lock_state_name(ar->info.state));
+		if (ar->info.epoch && ar->info.state != LOCK_STATE_UNREADABLE) {
+			cJSON_AddStringToObject(o, "holder", ar->info.payload.leader_id);
+			cJSON_AddNumberToObject(o, "ttlMs", (double)ar->info.payload.validity_ms);
+		} else {
+			cJSON_AddNullToObject(o, "holder");
+			cJSON_AddNullToObject(o, "ttlMs");
+		}
+		cJSON_AddNumberToObject(o, "remainingMs", (double)ar->info.remaining_ms);
+		add_time(o, "expiresAt", ar->info.epoch ? ar->info.last_modified * 1000 +
+						     ar->info.payload.validity_ms : 0);
+		cJSON_AddNumberToObject(o, "highWater", (double)e->high_water);
+		reply_json(req, 200, o);
+		break;
+	}
+	finish(req, suspended, PROXY_HANDLED);
+	return;
+failed:
+	snprintf(msg, sizeof(msg), "%s: %s", lock_strerror(ar->code), ar->err);
+	log_warn("lock \"%s\": %s", e->name, msg);
+	finish(req, suspended, reply_err(req, ar->code == LOCK_ERR_INVALID ? 400 : 503,
+			     ar->code == LOCK_ERR_INVALID ? "InvalidArgument" : "ServiceUnavailable",
+			     msg));
+}
+
+/* ---- request bodies ---------------------------------------------------- */
+
+static int body_cb(struct proxy_req *req, const char *data, size_t len, void *arg)
+{
+	struct api_req *ar = arg;
+	char *nb;
+
+	if (ar->too_big || ar->body_len + len > LOCKAPI_BODY_MAX) {
+		ar->too_big = true;
+		return 0;
+	}
+	nb = realloc(ar->body, ar->body_len + len + 1);
+	if (!nb)
+		return -1;
+	ar->body = nb;
+	memcpy(nb + ar->body_len, data, len);
+	ar->body_len += len;
+	nb[ar->body_len] = '\0';
+	return 0;
+}
+
+/* Reads an integer member; returns 0 (absent: *out untouched), 1, or -1. */
+static int json_int(const cJSON *obj, const char *name, int64_t min, int64_t max, int64_t *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
+	    v->valuedouble < (double)min || v->valuedouble > (double)max)
+		return -1;
+	*out = (int64_t)v->valuedouble;
+	return 1;
+}
+
+/* Parses the body into ar's arguments. Returns NULL or an error message. */
+static const char *parse_args(struct api_req *ar)
+{
+	cJSON *obj = NULL;
+	const cJSON *v;
+	const char *bad = NULL;
+	int64_t n = 0;
+
+	ar->ttl_ms = 30000;
+	if (ar->too_big)
+		return "the body is larger than 16 KiB";
+	if (ar->body_len == 0) {
+		if (ar->op == API_ACQUIRE)
+			return NULL;
+		return "a JSON body with \"epoch\" is required";
+	}
+	obj = cJSON_ParseWithLength(ar->body, ar->body_len);
+	if (!obj || !cJSON_IsObject(obj)) {
+		bad = "the body is not a JSON object";
+		goto out;
+	}
+	if (json_int(obj, "ttlMs", 1, LOCKAPI_TTL_MAX, &ar->ttl_ms) < 0) {
+		bad = "\"ttlMs\" must be an integer from 1 to 86400000";
+		goto out;
+	}
+	if (json_int(obj, "waitMs", 0, ar->api->max_wait_ms, &ar->wait_ms) < 0) {
+		bad = "\"waitMs\" must be an integer from 0 to the configured maximum";
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(obj, "holder");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsString(v) || !v->valuestring[0] ||
+		    strlen(v->valuestring) >= sizeof(ar->holder)) {
+			bad = "\"holder\" must be a non-empty string of at most 255 bytes";
+			goto out;
+		}
+		snprintf(ar->holder, sizeof(ar->holder), "%s", v->valuestring);
+	}
+	if (ar->op != API_ACQUIRE) {
+		if (json_int(obj, "epoch", 1, (int64_t)9007199254740991LL, &n) != 1) {
+			bad = "\"epoch\" must be a positive integer";
+			goto out;
+		}
+		ar->epoch = (uint64_t)n;
+	}
+out:
+	cJSON_Delete(obj);
+	return bad;
+}
+
+static void body_end(struct proxy_req *req, int ok, void *arg)
+{
+	struct api_req *ar = arg;
+	const char *bad;
+
+	if (!ok)
+		return;
+	bad = parse_args(ar);
+	if (bad) {
+		reply_err(req, 400, "InvalidArgument", bad);
+		return;
+	}
+	ar->deadline_ms = lockreg_mono_ms() + ar->wait_ms;
+	/* from here on the reply comes from api_done via resume; the
+	 * consume obligation is met by that reply */
+	if (lockreg_submit(ar->api->locks, ar->lock, api_run, api_done, ar) < 0)
+		reply_err(req, 503, "ServiceUnavailable", "cannot queue the lock operation");
+}
+
+/* ---- endpoints ----------------------------------------------------------- */
+
+static enum proxy_action health(struct lockapi *api, struct proxy_req *req)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (api->healthy) {
+		cJSON_AddStringToObject(o, "status", "ok");
+		reply_json(req, 200, o);
+	} else {
+		cJSON_AddStringToObject(o, "status", api->self_test_done ? "failed" : "starting");
+		cJSON_AddStringToObject(o, "message", api->self_test_done
+				       ? api->self_test_err : "the backend self-test is running");
+		reply_json(req, 503, o);
+	}
+	return PROXY_HANDLED;
+}
+
+static enum proxy_action metrics_page(struct lockapi *api, struct proxy_req *req)
+{
+	struct front_hdrs h = {0};
+	char *text;
+	size_t len = 0;
+
+	if (!api->metrics)
+		return reply_err(req, 404, "NoSuchFenceEndpoint", "metrics are off");
+	if (api->fencing)
+		fencing_update_metrics(api->fencing);
+	if (api->proxy)
+		metrics_set(api->metrics->in_flight, NULL, (double)proxy_inflight(api->proxy));
+	for (struct lockreg_entry *e = lockreg_first(api->locks); e; e = e->next)
+		if (e->loaded)
+			set_epoch_metric(api, e);
+	text = metrics_render(api->metrics->registry, &len);
+	if (!text)
+		return reply_err(req, 500, "InternalError", "out of memory");
+	front_hdrs_add(&h, "Cache-Control", "no-store");
+	proxy_req_reply(req, 200, &h, METRICS_CONTENT_TYPE, text, len);
+	front_hdrs_clear(&h);
+	free(text);
+	return PROXY_HANDLED;
+}
+
+static enum proxy_action list_locks(struct lockapi *api, struct proxy_req *req)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "locks");
+
+	for (struct lockreg_entry *e = lockreg_first(api->locks); e; e = e->next) {
+		cJSON *l = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(l, "lock", e->name);
+		cJSON_AddStringToObject(l, "bucket", e->bucket);
+		cJSON_AddStringToObject(l, "prefix", e->prefix);
+		if (e->loaded) {
+			cJSON_AddNumberToObject(l, "epoch", (double)e->high_water);
+			cJSON_AddStringToObject(l, "state", lock_state_name(e->state));
+			cJSON_AddStringToObject(l, "holder", e->holder);
+		} else {
+			cJSON_AddNullToObject(l, "epoch");
+			cJSON_AddStringToObject(l, "state", "unknown");
+			cJSON_AddNullToObject(l, "holder");
+		}
+		cJSON_AddItemToArray(arr, l);
+	}
+	reply_json(req, 200, o);
+	return PROXY_HANDLED;
+}
+
+static void api_log_done(const struct proxy_summary *s, void *arg)
+{
+	struct lockapi *api = arg;
+
+	if (api->fencing)
+		fencing_log_request(api->fencing, s, NULL, "lock_api");
+}
+
+enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg)
+{
+	struct lockapi *api = arg;
+	const char *path = proxy_req_path(req);
+	const char *method = proxy_req_method(req);
+	int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	int is_post = strcmp(method, "POST") == 0;
+	char name[LOCK_NAME_MAX + 1];
+	const char *rest, *slash, *why = NULL;
+	struct api_req *ar;
+	size_t nlen;
+
+	if (strncmp(path, "/_fence/", 8) != 0)
+		return PROXY_PASS;
+	proxy_req_on_done(req, api_log_done, api);
+	if (strcmp(path, "/_fence/health") == 0)
+		return is_get ? health(api, req)
+			      : reply_err(req, 405, "MethodNotAllowed", "health answers GET");
+	if (strcmp(path, "/_fence/metrics") == 0)
+		return is_get ? metrics_page(api, req)
+			      : reply_err(req, 405, "MethodNotAllowed", "metrics answer GET");
+	if (strcmp(path, "/_fence/locks") == 0 || strcmp(path, "/_fence/locks/") == 0)
+		return is_get ? list_locks(api, req)
+			      : reply_err(req, 405, "MethodNotAllowed", "the list answers GET");
+	if (strncmp(path, "/_fence/locks/", 14) != 0)
+		return reply_err(req, 404, "NoSuchFenceEndpoint", "no such endpoint under /_fence/");
+	rest = path + 14;
+	slash = strchr(rest, '/');
+	nlen = slash ? (size_t)(slash - rest) : strlen(rest);
+	if (nlen == 0 || nlen > LOCK_NAME_MAX)
+		return reply_err(req, 400, "InvalidLockName", "lock names are 1 to 128 bytes");
+	memcpy(name, rest, nlen);
+	name[nlen] = '\0';
+	ar = calloc(1, sizeof(*ar));
+	if (!ar)
+		return reply_err(req, 500, "InternalError", "out of memory");
+	ar->api = api;
+	ar->req = req;
+	proxy_req_set_ctx(req, ar, api_req_free);
+	if (!slash || !slash[1]) {
+		if (!is_get)
+			return reply_err(req, 405, "MethodNotAllowed", "a lock's status answers GET");
+		ar->op = API_STATUS;
+	} else if (strcmp(slash, "/acquire") == 0) {
+		ar->op = API_ACQUIRE;
+	} else if (strcmp(slash, "/renew") == 0) {
+		ar->op = API_RENEW;
+	} else if (strcmp(slash, "/release") == 0) {
+		ar->op = API_RELEASE;
+	} else {
+		return reply_err(req, 404, "NoSuchFenceEndpoint",
+				 "lock endpoints: acquire, renew, release");
+	}
+	if (ar->op != API_STATUS && !is_post)
+		return reply_err(req, 405, "MethodNotAllowed", "lock operations answer POST");
+	if (api->fencing && !fencing_lock_known(api->fencing, name))
+		return reply_err(req, 404, "NoSuchLock",
+				 "no lock of that name in the configuration");
+	ar->lock = lockreg_get(api->locks, name, name, 1, &why);
+	if (!ar->lock)
+		return reply_err(req, why && strcmp(why, "full") == 0 ? 503 : 400,
+				 why && strcmp(why, "full") == 0 ? "SlowDown" : "InvalidLockName",
+				 why && strcmp(why, "full") == 0
+				 ? "too many locks in use"
+				 : "without a config, lock NAME guards bucket NAME: it must be a "
+				   "valid lock and S3 bucket name");
+	lockreg_touch(ar->lock);
+	if (ar->op == API_STATUS) {
+		ar->suspended = true;
+		if (lockreg_submit(api->locks, ar->lock, api_run, api_done, ar) < 0)
+			return reply_err(req, 503, "ServiceUnavailable",
+					 "cannot queue the lock operation");
+		return PROXY_SUSPEND;
+	}
+	/* POST: read the JSON body, then run (replying from api_done) */
+	if (proxy_req_consume(req, body_cb, body_end, ar) < 0)
+		return reply_err(req, 500, "InternalError", "cannot read the body");
+	return PROXY_HANDLED;
+}
+
+/* ---- self-test and lifecycle -------------------------------------------- */
+
+struct self_test_job {
+	struct lockapi *api;
+	enum lock_code code;
+	char err[400];
+};
+
+static void self_test_run(void *arg)
+{
+	struct self_test_job *j = arg;
+	struct store *st;
+	char err[300];
+
+	st = store_open(&j->api->st_cfg, err, sizeof(err));
+	if (!st) {
+		j->code = LOCK_ERR_STORE;
+		snprintf(j->err, sizeof(j->err), "cannot open the store: %s", err);
+		return;
+	}
+	j->code = lock_check_store(st, ".fencegate-selftest/probe-", err, sizeof(err));
+	if (j->code != LOCK_OK)
+		snprintf(j->err, sizeof(j->err), "%s: %s", lock_strerror(j->code), err);
+	store_close(st);
+}
+
+static void self_test_done(void *arg)
+{
+	struct self_test_job *j = arg;
+	struct lockapi *api = j->api;
+
+	api->self_test_done = 1;
+	if (j->code == LOCK_OK) {
+		api->healthy = 1;
+		log_info("backend self-test passed on \"%s\": conditional writes are honoured",
+			 api->st_url);
+	} else {
+		snprintf(api->self_test_err, sizeof(api->self_test_err),
+			 "backend self-test failed on \"%.100s\": %.280s", api->st_url, j->err);
+		log_error("%s; refusing to report healthy", api->self_test_err);
+	}
+	free(j);
+}
+
+int lockapi_start_self_test(struct lockapi *api)
+{
+	struct self_test_job *j;
+
+	if (!api->st_url) {
+		api->healthy = 1;
+		api->self_test_done = 1;
+		return 0;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -1;
+	j->api = api;
+	if (jobs_submit(api->jobs, self_test_run, self_test_done, j) < 0) {
+		free(j);
+		return -1;
+	}
+	return 0;
+}
+
+int lockapi_healthy(const struct lockapi *api)
+{
+	return api->healthy;
+}
+
+struct lockapi *lockapi_new(const struct lockapi_config *cfg, char *err, size_t errlen)
+{
+	struct lockapi *api = calloc(1, sizeof(*api));
+
+	if (!api)
+		goto nomem;
+	api->base = cfg->base;
+	api->proxy = cfg->proxy;
+	api->jobs = cfg->jobs;
+	api->locks = cfg->locks;
+	api->fencing = cfg->fencing;
+	api->metrics = cfg->metrics;
+	api->max_wait_ms = cfg->max_wait_ms > 0 ? cfg->max_wait_ms : 60000;
+	api->st_cfg = cfg->self_test;
+	if ((cfg->self_test.url && !(api->st_url = strdup(cfg->self_test.url))) ||
+	    (cfg->self_test.endpoint && !(api->st_endpoint = strdup(cfg->self_test.endpoint))) ||
+	    (cfg->self_test.region && !(api->st_region = strdup(cfg->self_test.region))))
+		goto nomem;
+	api->st_cfg.url = api->st_url;
+	api->st_cfg.endpoint = api->st_endpoint;
+	api->st_cfg.region = api->st_region;
+	return api;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	lockapi_free(api);
+	return NULL;
+}
+
+void lockapi_free(struct lockapi *api)
+{
+	if (!api)
+		return;
+	free(api->st_url);
+	free(api->st_endpoint);
+	free(api->st_region);
+	free(api);
+}

@@ -1,0 +1,221 @@
+/* lockreg.h — the proxy's registry of locks and their high-water marks.
+ *
+ * One entry per lock the proxy fences: its name, the store it lives in, its
+ * key prefix and the highest epoch the proxy knows (C, the high-water
+ * mark), with what it knows about that epoch's lock file. With no config,
+ * lock NAME guards bucket NAME and lives under "locks/NAME/lock-" in bucket
+ * NAME; entries are created on first use, up to a bound. All store I/O runs
+ * on the jobs pool, one job at a time per lock (each entry owns one struct
+ * store and one struct lock, which are not thread-safe). Epochs only go up:
+ * every update is a max. It does not decide anything about requests
+ * (fence.h does) and never evicts an entry.
+ *
+ * States of an entry's knowledge (loop thread only):
+ *   not loaded   C unknown: writes wait (lockreg_when_loaded) for the
+ *                first load (lock_status) before any decision
+ *   loaded       C = the highest epoch seen; state/lease_end_ms describe
+ *                epoch state_epoch (== C once a load or a lookup of C ran):
+ *                FREE (C == 0), HELD, LAPSED, RELEASED or UNREADABLE
+ *   load failed  the last load failed (load_err); the next write retries */
+#ifndef FENCE_LOCKREG_H
+#define FENCE_LOCKREG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "barrier.h"
+#include "http/jobs.h"
+#include "lock/lock.h"
+#include "lock/store.h"
+
+#define LOCKREG_BUCKET_MAX 63
+#define LOCKREG_PREFIX_MAX 1024
+#define LOCKREG_STORE_MAX 1024
+#define LOCKREG_DEFAULT_MAX_LOCKS 10000
+
+struct lockreg;
+struct lockreg_waiter;
+struct lockreg_op;
+
+struct lockreg_config {
+	struct event_base *base;  /* NULL with jobs NULL: no I/O (unit tests) */
+	struct jobs *jobs;
+	const char *s3_endpoint;  /* S3 mode: lock stores are s3://BUCKET on this
+				   * endpoint (credentials from the environment);
+				   * NULL: file stores DATA_DIR/BUCKET */
+	const char *data_dir;     /* embedded mode: the local directory */
+	const char *lock_store;   /* HTTP mode: "s3://BUCKET[/ROOT]" or "file:///DIR";
+				   * lockreg_get puts lock NAME there under
+				   * "<ROOT/>locks/NAME/lock-" and ignores bucket
+				   * (S3 endpoint: AWS_ENDPOINT_URL, else AWS) */
+	const char *region;       /* S3 signing region; NULL: environment */
+	size_t max_locks;         /* 0: LOCKREG_DEFAULT_MAX_LOCKS */
+	long refresh_ms;          /* list after the cached key this often; 0: 1000;
+				   * < 0: never */
+	long active_ms;           /* only refresh locks used this recently; 0: 30000 */
+	bool self_test;           /* lock_check_store on each lock's store before
+				   * its first load (backends ignoring
+				   * If-None-Match are refused) */
+};
+
+struct lockreg_entry {
+	/* immutable after creation: safe to read from a job's run() */
+	char name[LOCK_NAME_MAX + 1];
+	char bucket[LOCKREG_BUCKET_MAX + 1];
+	char prefix[LOCKREG_PREFIX_MAX];
+	char store_url[LOCKREG_STORE_MAX]; /* "" : derived from bucket (S3 mode,
+				      * embedded); else the lock's own store */
+	bool strict;                 /* list before every write */
+
+	/* loop thread only */
+	uint64_t high_water;         /* C */
+	uint64_t state_epoch;        /* the epoch state describes */
+	enum lock_state state;
+	uint64_t released_epoch;     /* highest epoch known released, 0 none */
+	int64_t lease_end_ms;        /* Unix ms of state_epoch's lease end, 0 unknown */
+	char holder[LOCK_HOLDER_MAX];
+	int64_t ttl_ms;
+	bool loaded;
+	bool load_failed;
+	char load_err[256];
+	int64_t last_refresh_ms;     /* monotonic */
+	int64_t last_used_ms;        /* monotonic */
+	struct barrier barrier;      /* HTTP mode: the epoch barrier (barrier.h) */
+	bool barrier_scheduled;      /* fencing.c: a drain of barrier.ready is
+				      * queued on the loop */
+
+	/* private */
+	struct lockreg *reg;
+	struct lockreg_entry *next;
+	struct lockreg_entry *hnext; /* hash chain */
+	struct lockreg_waiter *waiters;
+	struct lockreg_waiter *waiters_next; /* fresh loads asked for while a
+				      * load was running: the next load */
+	struct lockreg_op *ops_head, *ops_tail;
+	bool busy;
+	bool loading;
+	bool refreshing;
+	bool tested;                 /* self-test passed (worker-side flag) */
+	struct store *st;            /* used by one job at a time */
+	struct lock *lk;
+};
+
+/* ---- pure helpers ---------------------------------------------------- */
+
+/* 1 if name is a valid S3 bucket name (3-63 of [a-z0-9.-], starting and
+ * ending with a letter or digit, no "..", not an IPv4 address), else 0. */
+int lockreg_bucket_valid(const char *name);
+
+/* "locks/NAME/lock-" into out. Returns 0, or -1 if it does not fit. */
+int lockreg_default_prefix(const char *name, char *out, size_t outlen);
+
+/* "<ROOT/>locks/NAME/lock-" for lock NAME in the store store_url
+ * ("s3://BUCKET/ROOT" → "ROOT/locks/NAME/lock-"; file:// → no root), the
+ * prefix fencectl --store uses. Returns 0, or -1 if it does not fit or
+ * store_url is neither s3:// nor file://. */
+int lockreg_store_prefix(const char *store_url, const char *name, char *out, size_t outlen);
+
+/* Records what is known about epoch: C = max(C, epoch); when epoch >= the
+ * epoch the state describes, state/lease/holder describe it now. A state of
+ * LOCK_STATE_RELEASED also marks epoch released. Returns 1 if C was raised. */
+int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
+		 int64_t lease_end_ms, const char *holder, int64_t ttl_ms);
+
+/* Raises C to epoch (a max) without knowing its state (e.g. an acquired
+ * epoch: state HELD). Returns 1 if raised. */
+int lockreg_raise(struct lockreg_entry *e, uint64_t epoch);
+
+/* 1 if epoch is known to be released (its file is "expired"). */
+int lockreg_epoch_released(const struct lockreg_entry *e, uint64_t epoch);
+
+/* 1 if epoch's lease is known to have lapsed at now_ms (Unix ms). */
+int lockreg_epoch_lapsed(const struct lockreg_entry *e, uint64_t epoch, int64_t now_ms);
+
+/* ---- the registry ---------------------------------------------------- */
+
+/* A registry (strings copied). Starts the refresh timer when base and jobs
+ * are set. Returns NULL with a message in err. */
+struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t errlen);
+
+/* Frees every entry and its store. Jobs must have been drained first
+ * (jobs_free) so no run() still uses a store. Accepts NULL. */
+void lockreg_free(struct lockreg *r);
+
+/* The entry of lock name (bucket names where it lives), creating it when
+ * create is set. NULL if absent (create == 0), if name or bucket is invalid
+ * (*why = "invalid"), or if the registry is full (*why = "full"). With a
+ * lock_store configured (HTTP mode) bucket is ignored (may be NULL) and a
+ * new entry lives in the lock store. An existing entry of that name is
+ * returned whatever bucket says (configured locks are registered first). */
+struct lockreg_entry *lockreg_get(struct lockreg *r, const char *name, const char *bucket,
+				  int create, const char **why);
+
+/* The entry of a lock with its own store and key prefix (a configured
+ * lock, or one in the HTTP-mode lock store), created when create is set.
+ * prefix NULL: lockreg_store_prefix(store_url, name). An existing entry of
+ * that name is returned as it is (a name is one lock; a changed store or
+ * prefix needs a restart). NULL as lockreg_get. */
+struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const char *store_url,
+				     const char *prefix, int create, const char **why);
+
+/* Entries in creation order: first, then e->next. */
+struct lockreg_entry *lockreg_first(struct lockreg *r);
+size_t lockreg_count(const struct lockreg *r);
+
+/* Work on a lock's store, serialized per lock. run() executes on a worker
+ * thread with the entry's store and lock (st/lk NULL and err set when the
+ * store could not be opened); it may read only the entry's immutable
+ * fields. done() runs on the loop. Returns 0, or -1 (neither runs). */
+struct lockreg_io {
+	struct store *st;
+	struct lock *lk;
+	const char *err;             /* why st/lk are NULL */
+};
+typedef void (*lockreg_run_fn)(struct lockreg_entry *e, struct lockreg_io *io, void *arg);
+typedef void (*lockreg_done_fn)(struct lockreg_entry *e, void *arg);
+int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn run,
+		   lockreg_done_fn done, void *arg);
+
+/* Calls cb(e, ok, arg) once C is loaded. Returns 1 when it already is (cb
+ * is not called), 0 when cb will be called from the loop later (after a
+ * load: ok 1, or 0 with e->load_err), -1 on ENOMEM. For a strict lock a
+ * fresh load happens before every call (never 1). */
+typedef void (*lockreg_loaded_fn)(struct lockreg_entry *e, int ok, void *arg);
+int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_loaded_fn cb,
+			void *arg);
+
+/* The same, with fresh set: a load that starts after this call (a strict
+ * route lists before every write), so never 1 when fresh. */
+int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
+			 lockreg_loaded_fn cb, void *arg);
+
+/* What a lookup of one epoch file found. */
+struct lockreg_lookup {
+	uint64_t epoch;
+	int found;                   /* 1 exists, 0 not found, -1 store failure */
+	enum lock_state state;       /* of that file when found */
+	int64_t lease_end_ms;
+	char err[256];
+};
+
+/* Looks up epoch's lock file (a GET on the entry's store); when it exists,
+ * C is raised to it before cb runs. cb runs on the loop. Returns 0 or -1. */
+typedef void (*lockreg_lookup_fn)(struct lockreg_entry *e, const struct lockreg_lookup *res,
+				  void *arg);
+int lockreg_lookup_epoch(struct lockreg *r, struct lockreg_entry *e, uint64_t epoch,
+			 lockreg_lookup_fn cb, void *arg);
+
+/* Marks the entry used now (refresh only considers recently used locks). */
+void lockreg_touch(struct lockreg_entry *e);
+
+/* Fills e's knowledge from a lock_status answer (loop thread). */
+void lockreg_note_info(struct lockreg_entry *e, const struct lock_info *info);
+
+/* Monotonic and wall clocks in ms (shared helpers). */
+int64_t lockreg_mono_ms(void);
+int64_t lockreg_wall_ms(void);
+
+#endif

@@ -1,0 +1,525 @@
+/* authz.c — authentication and permissions on the request path (see
+ * authz.h): SigV4 (S3 mode) or bearer tokens (HTTP mode) against the
+ * policy's clients, then read / write / lock permission by path prefix,
+ * then the body filter that verifies a signed payload or decodes aws-chunked.
+ * It never forwards, fences or touches the store: refusals are answered
+ * here, everything else passes on down the chain. */
+#include "authz.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "auth.h"
+#include "awschunked.h"
+#include "lock/lock.h"
+#include "ops/log.h"
+
+#define AUTHZ_PATH_MAX 8192
+
+struct authz {
+	enum proxy_mode mode;
+	struct policy *pol;
+	unsigned long refused;
+	struct fencegate_metrics *metrics;
+	void (*log_fn)(const struct proxy_summary *s, const char *verdict, void *arg);
+	void *log_arg;
+};
+
+/* A refused request's report, once it is over. */
+struct refusal {
+	struct authz *a;
+	char verdict[64];
+};
+
+/* Per-request body filter state: one of the two checkers. */
+struct body_check {
+	struct auth_body *signed_body;
+	struct awschunked *chunked;
+};
+
+struct authz *authz_new(const struct authz_config *cfg)
+{
+	struct authz *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->mode = cfg->mode;
+	a->metrics = cfg->metrics;
+	a->log_fn = cfg->log_fn;
+	a->log_arg = cfg->log_arg;
+	return a;
+}
+
+void authz_set_policy(struct authz *a, struct policy *pol)
+{
+	struct policy *old = a->pol;
+
+	a->pol = policy_hold(pol);
+	policy_free(old);
+}
+
+void authz_free(struct authz *a)
+{
+	if (!a)
+		return;
+	policy_free(a->pol);
+	free(a);
+}
+
+unsigned long authz_refused(const struct authz *a)
+{
+	return a->refused;
+}
+
+static const char *secret_of(void *arg, const char *access_key)
+{
+	const struct policy_client *c = policy_client_by_key(arg, access_key);
+
+	return c ? c->secret : NULL;
+}
+
+static int is_read(const char *method)
+{
+	return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
+	       strcmp(method, "OPTIONS") == 0;
+}
+
+static void refusal_done(const struct proxy_summary *s, void *arg)
+{
+	struct refusal *r = arg;
+
+	r->a->log_fn(s, r->verdict, r->a->log_arg);
+	free(r);
+}
+
+static enum proxy_action refuse(struct authz *a, struct proxy_req *req, int status,
+				const char *code, const char *message)
+{
+	struct front_hdrs h = {0};
+	struct refusal *r = a->log_fn ? calloc(1, sizeof(*r)) : NULL;
+
+	a->refused++;
+	if (a->metrics)
+		metrics_add(a->metrics->rejections, (const char *[]){ code }, 1);
+	if (r) {
+		r->a = a;
+		snprintf(r->verdict, sizeof(r->verdict), "auth:%s", code);
+		proxy_req_on_done(req, refusal_done, r);
+	}
+	if (status == 401)
+		front_hdrs_add(&h, "WWW-Authenticate", "Bearer realm=\"fencegate\"");
+	proxy_req_reply_error(req, status, code, message, h.n ? &h : NULL);
+	front_hdrs_clear(&h);
+	return PROXY_HANDLED;
+}
+
+/* Percent-decodes src[0..len) into out; '+' stays '+'. Returns 0 or -1. */
+static int pct_decode(const char *src, size_t len, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		int c = (unsigned char)src[i];
+
+		if (c == '%') {
+			unsigned v;
+
+			if (i + 2 >= len || !isxdigit((unsigned char)src[i + 1]) ||
+			    !isxdigit((unsigned char)src[i + 2]) ||
+			    sscanf(src + i + 1, "%2x", &v) != 1 || v == 0)
+				return -1;
+			c = (int)v;
+			i += 2;
+		}
+		if (o + 1 >= outlen)
+			return -1;
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* The value of query parameter name, decoded, into out; "" when absent. */
+static int query_param(const char *query, const char *name, char *out, size_t outlen)
+{
+	size_t nlen = strlen(name);
+	const char *s = query;
+
+	out[0] = '\0';
+	while (s && *s) {
+		const char *amp = strchr(s, '&');
+		size_t len = amp ? (size_t)(amp - s) : strlen(s);
+
+		if (len > nlen && strncmp(s, name, nlen) == 0 && s[nlen] == '=')
+			return pct_decode(s + nlen + 1, len - nlen - 1, out, outlen);
+		s = amp ? amp + 1 : s + len;
+	}
+	return 0;
+}
+
+/* S3: 1 if the decoded path names an object (/bucket/key...). */
+static int has_key(const char *dpath)
+{
+	const char *slash = dpath[0] == '/' ? strchr(dpath + 1, '/') : NULL;
+
+	return slash && slash[1];
+}
+
+/* S3: the name of the lock whose lock files path is under, into name; 1 if
+ * found, else 0. */
+static int lock_file_of(const struct policy *pol, const char *dpath, char *name, size_t namelen)
+{
+	char buf[AUTHZ_PATH_MAX];
+
+	for (size_t i = 0; i < pol->nlocks; i++) {
+		const struct policy_lock *l = &pol->locks[i];
+		const char *bucket;
+		size_t blen;
+
+		if (strncmp(l->store, "s3://", 5) != 0)
+			continue;
+		bucket = l->store + 5;
+		blen = strcspn(bucket, "/");
+		if ((size_t)snprintf(buf, sizeof(buf), "/%.*s/%s", (int)blen, bucket, l->prefix) >=
+		    sizeof(buf))
+			continue;
+		if (strncmp(dpath, buf, strlen(buf)) == 0) {
+			snprintf(name, namelen, "%s", l->name);
+			return 1;
+		}
+	}
+	if (pol->unrouted_writes == POLICY_UNROUTED_BUCKET_LOCK &&
+	    policy_bucket_lock(pol, dpath, name, namelen)) {
+		snprintf(buf, sizeof(buf), "/%s/locks/%s/lock-", name, name);
+		if (strncmp(dpath, buf, strlen(buf)) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Decides whether client c (NULL: anonymous) may make this request.
+ * Returns 0, or -1 after refusing it. */
+static int check_access(struct authz *a, const struct policy *pol, const struct policy_client *c,
+			struct proxy_req *req, const char *dpath)
+{
+	const char *method = proxy_req_method(req);
+	int read = is_read(method);
+	char res[AUTHZ_PATH_MAX], name[LOCK_NAME_MAX + 1];
+	const struct policy_route *route;
+
+	if (strncmp(dpath, "/_fence/", 8) == 0 || strcmp(dpath, "/_fence") == 0) {
+		if (!c) {
+			refuse(a, req, a->mode == PROXY_MODE_HTTP ? 401 : 403,
+			       a->mode == PROXY_MODE_HTTP ? "Unauthorized" : "AccessDenied",
+			       "the lock API needs an authenticated client");
+			return -1;
+		}
+		if (strncmp(dpath, "/_fence/locks/", 14) == 0 && !read) {
+			size_t n = strcspn(dpath + 14, "/");
+
+			snprintf(name, sizeof(name), "%.*s", (int)n, dpath + 14);
+			if (!policy_client_may_lock(pol, c, name)) {
+				refuse(a, req, 403, "AccessDenied",
+				       "this client may not take or change that lock");
+				return -1;
+			}
+		}
+		return 0;
+	}
+	if (!c) {
+		route = policy_route_for(pol, dpath);
+		if (read && route && route->anonymous_read)
+			return 0;
+		refuse(a, req, a->mode == PROXY_MODE_HTTP ? 401 : 403,
+		       a->mode == PROXY_MODE_HTTP ? "Unauthorized" : "AccessDenied",
+		       a->mode == PROXY_MODE_HTTP ? "a bearer token is required"
+						  : "Anonymous access is forbidden");
+		return -1;
+	}
+	snprintf(res, sizeof(res), "%s", dpath);
+	if (a->mode == PROXY_MODE_S3 && read && !has_key(dpath) && strcmp(dpath, "/") != 0) {
+		/* a bucket-level read (ListObjects, GetBucketLocation): on the
+		 * listed prefix, inside the bucket */
+		char prefix[AUTHZ_PATH_MAX];
+		size_t blen = strcspn(dpath + 1, "/");
+
+		if (query_param(proxy_req_query(req), "prefix", prefix, sizeof(prefix)) < 0 ||
+		    (size_t)snprintf(res, sizeof(res), "/%.*s/%s", (int)blen, dpath + 1, prefix) >=
+			    sizeof(res)) {
+			refuse(a, req, 400, "InvalidArgument", "bad prefix parameter");
+			return -1;
+		}
+	}
+	if (a->mode == PROXY_MODE_S3 && !read && lock_file_of(pol, dpath, name, sizeof(name))) {
+		if (!policy_client_may_lock(pol, c, name)) {
+			refuse(a, req, 403, "AccessDenied", "lock files are writable only with \"lock\"");
+			return -1;
+		}
+		return 0;
+	}
+	if (!policy_client_allows(c, res, read ? POLICY_ACT_READ : POLICY_ACT_WRITE)) {
+		refuse(a, req, 403, "AccessDenied", read ? "this client may not read here"
+							 : "this client may not write here");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- body filters ---------------------------------------------------- */
+
+static int emit(void *arg, const char *data, size_t len)
+{
+	return proxy_req_filter_emit(arg, data, len);
+}
+
+static void from_auth_error(const struct auth_error *ae, struct proxy_body_error *err)
+{
+	err->status = ae->status ? ae->status : 500;
+	err->code = ae->code ? ae->code : "InternalError";
+	snprintf(err->message, sizeof(err->message), "%s", ae->message);
+}
+
+static void from_chunked_error(const struct awschunked *d, struct proxy_body_error *err)
+{
+	const char *code = NULL, *message = NULL;
+
+	awschunked_error(d, &err->status, &code, &message);
+	err->code = code ? code : "InternalError";
+	snprintf(err->message, sizeof(err->message), "%s", message ? message : "");
+}
+
+static int check_feed(struct proxy_req *req, const char *data, size_t len, void *arg,
+		      struct proxy_body_error *err)
+{
+	struct body_check *b = arg;
+	struct auth_error ae = {0};
+
+	if (b->signed_body) {
+		if (auth_body_update(b->signed_body, data, len, &ae) < 0) {
+			from_auth_error(&ae, err);
+			return -1;
+		}
+		return 0;
+	}
+	if (awschunked_feed(b->chunked, data, len) == AWSCHUNKED_ERROR) {
+		from_chunked_error(b->chunked, err);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_end(struct proxy_req *req, void *arg, struct proxy_body_error *err)
+{
+	struct body_check *b = arg;
+	struct auth_error ae = {0};
+
+	if (b->signed_body) {
+		if (auth_body_final(b->signed_body, &ae) < 0) {
+			from_auth_error(&ae, err);
+			return -1;
+		}
+		return 0;
+	}
+	if (awschunked_finish(b->chunked) != AWSCHUNKED_DONE) {
+		from_chunked_error(b->chunked, err);
+		return -1;
+	}
+	return 0;
+}
+
+static void check_free(void *arg)
+{
+	struct body_check *b = arg;
+
+	if (!b)
+		return;
+	auth_body_free(b->signed_body);
+	awschunked_free(b->chunked);
+	free(b);
+}
+
+/* Drops token from a comma-separated Content-Encoding value. */
+static int drop_coding(struct proxy_req *req, const char *token)
+{
+	const char *v = proxy_req_header(req, "Content-Encoding");
+	char out[512];
+	size_t o = 0;
+
+	if (!v)
+		return 0;
+	while (*v) {
+		size_t n = strcspn(v, ",");
+		const char *s = v;
+		size_t len = n;
+
+		while (len && (*s == ' ' || *s == '\t')) {
+			s++;
+			len--;
+		}
+		while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+			len--;
+		if (len && !(len == strlen(token) && strncasecmp(s, token, len) == 0) &&
+		    o + len + 2 < sizeof(out)) {
+			if (o)
+				out[o++] = ',';
+			memcpy(out + o, s, len);
+			o += len;
+		}
+		v += n;
+		if (*v == ',')
+			v++;
+	}
+	out[o] = '\0';
+	return proxy_req_set_header(req, "Content-Encoding", o ? out : NULL);
+}
+
+/* Installs the body check the verified head asks for. Returns 0, or -1
+ * after answering. */
+static int install_body_check(struct authz *a, struct proxy_req *req,
+			      const struct auth_result *res)
+{
+	struct body_check *b;
+	struct proxy_body_filter f;
+	int64_t length;
+
+	if (res->payload == AUTH_PAYLOAD_UNSIGNED)
+		return 0;
+	if (res->payload == AUTH_PAYLOAD_SIGNED && !proxy_req_has_body(req))
+		return 0; /* an empty body's hash was checked with the head */
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		goto nomem;
+	if (res->payload == AUTH_PAYLOAD_SIGNED) {
+		b->signed_body = auth_body_new(res, emit, req);
+		if (!b->signed_body)
+			goto nomem;
+		length = proxy_req_content_length(req);
+	} else {
+		struct awschunked_params cp = {
+			.mode = res->payload == AUTH_PAYLOAD_STREAMING_SIGNED ? AWSCHUNKED_SIGNED
+				: res->payload == AUTH_PAYLOAD_STREAMING_SIGNED_TRAILER
+					? AWSCHUNKED_SIGNED_TRAILER : AWSCHUNKED_UNSIGNED_TRAILER,
+			.signing_key = res->signing_key,
+			.amz_date = res->amz_date,
+			.scope = res->scope,
+			.seed_signature = res->seed_signature,
+			.decoded_length = res->decoded_length,
+			.trailer_name = res->trailer_name,
+		};
+
+		if (!proxy_req_has_body(req)) {
+			free(b);
+			refuse(a, req, 400, "IncompleteBody", "the aws-chunked body is missing");
+			return -1;
+		}
+		b->chunked = awschunked_new(&cp, emit, req);
+		if (!b->chunked)
+			goto nomem;
+		length = res->decoded_length;
+		/* forward the decoded payload as a plain body */
+		if (drop_coding(req, "aws-chunked") < 0 ||
+		    proxy_req_set_header(req, "x-amz-content-sha256", "UNSIGNED-PAYLOAD") < 0 ||
+		    proxy_req_set_header(req, "x-amz-decoded-content-length", NULL) < 0 ||
+		    proxy_req_set_header(req, "x-amz-trailer", NULL) < 0 ||
+		    proxy_req_set_header(req, "x-amz-sdk-checksum-algorithm", NULL) < 0)
+			goto nomem;
+	}
+	f = (struct proxy_body_filter){ check_feed, check_end, check_free, b };
+	if (proxy_req_set_body_filter(req, &f, length) < 0)
+		goto nomem;
+	return 0;
+nomem:
+	check_free(b);
+	proxy_req_reply_error(req, 500, "InternalError", "cannot set up the body check", NULL);
+	return -1;
+}
+
+/* ---- the handler ----------------------------------------------------- */
+
+static enum proxy_action on_s3(struct authz *a, const struct policy *pol, struct proxy_req *req,
+			       const char *dpath)
+{
+	struct auth_request ar = { proxy_req_method(req), proxy_req_path(req),
+				   proxy_req_query(req), proxy_req_headers(req), NULL };
+	struct auth_result res;
+	const struct policy_client *c = NULL;
+	enum proxy_action act = PROXY_HANDLED;
+
+	auth_verify_head(&ar, secret_of, (void *)pol, time(NULL), &res);
+	switch (res.verdict) {
+	case AUTH_REJECTED:
+		log_info("request \"%s\": authentication failed for \"%s\": \"%s\"",
+			 proxy_req_id(req), res.access_key, res.err.code);
+		refuse(a, req, res.err.status, res.err.code, res.err.message);
+		goto out;
+	case AUTH_ANONYMOUS:
+		break;
+	case AUTH_VERIFIED:
+		c = policy_client_by_key(pol, res.access_key);
+		if (!c) { /* cannot happen: the lookup found it */
+			refuse(a, req, 403, "InvalidAccessKeyId", "unknown access key");
+			goto out;
+		}
+		break;
+	}
+	if (check_access(a, pol, c, req, dpath) < 0)
+		goto out;
+	if (c)
+		log_debug("request \"%s\": client \"%s\" (%s)", proxy_req_id(req), c->name,
+			  auth_payload_name(res.payload));
+	if (c && install_body_check(a, req, &res) < 0)
+		goto out;
+	act = PROXY_PASS;
+out:
+	auth_result_clear(&res);
+	return act;
+}
+
+static enum proxy_action on_http(struct authz *a, const struct policy *pol,
+				 struct proxy_req *req, const char *dpath)
+{
+	const char *h = proxy_req_header(req, "Authorization");
+	const struct policy_client *c = NULL;
+
+	if (h) {
+		if (strncasecmp(h, "Bearer ", 7) != 0)
+			return refuse(a, req, 401, "Unauthorized",
+				      "only bearer tokens are accepted");
+		h += 7;
+		while (*h == ' ')
+			h++;
+		c = policy_client_by_token(pol, h, strlen(h));
+		if (!c)
+			return refuse(a, req, 401, "Unauthorized", "unknown bearer token");
+	}
+	if (check_access(a, pol, c, req, dpath) < 0)
+		return PROXY_HANDLED;
+	/* the token is the proxy's credential, not the downstream's */
+	if (proxy_req_set_header(req, "Authorization", NULL) < 0) {
+		proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
+		return PROXY_HANDLED;
+	}
+	return PROXY_PASS;
+}
+
+enum proxy_action authz_on_request(struct proxy_req *req, void *arg)
+{
+	struct authz *a = arg;
+	const struct policy *pol = a->pol;
+	const char *path = proxy_req_path(req);
+	char dpath[AUTHZ_PATH_MAX];
+
+	if (strcmp(path, "/_fence/health") == 0 || strcmp(path, "/_fence/metrics") == 0)
+		return PROXY_PASS;
+	if (!pol || pol->nclients == 0)
+		return PROXY_PASS; /* authentication off (loopback only) */
+	if (policy_path_decode(path, dpath, sizeof(dpath)) < 0)
+		return refuse(a, req, 400, "InvalidURI", "the request path cannot be used");
+	if (a->mode == PROXY_MODE_HTTP)
+		return on_http(a, pol, req, dpath);
+	return on_s3(a, pol, req, dpath);
+}

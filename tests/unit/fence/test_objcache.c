@@ -1,0 +1,185 @@
+/* test_objcache.c — the ETag/epoch cache (proxy/fence/objcache.c): hits and
+ * misses, updates, invalidation, LRU eviction order, the capacity bound under
+ * churn, and keys that must not collide. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fence/objcache.h"
+
+static void test_get_put_update(void **state)
+{
+	struct objcache *c = objcache_new(4, NULL);
+	struct objcache_entry e;
+	struct objcache_stats st;
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(objcache_get(c, "b", "k", &e), 0);
+	assert_int_equal(objcache_put(c, "b", "k", "\"etag1\"", 7), 0);
+	assert_int_equal(objcache_get(c, "b", "k", &e), 1);
+	assert_string_equal(e.etag, "\"etag1\"");
+	assert_true(e.epoch == 7);
+	assert_int_equal(objcache_put(c, "b", "k", "\"etag2\"", 8), 0);
+	assert_int_equal(objcache_get(c, "b", "k", &e), 1);
+	assert_string_equal(e.etag, "\"etag2\"");
+	assert_true(e.epoch == 8);
+	assert_int_equal(objcache_get(c, "b", "k", NULL), 1);
+	objcache_stats(c, &st);
+	assert_int_equal(st.count, 1);
+	assert_int_equal(st.hits, 3);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.capacity, 4);
+	objcache_free(c);
+}
+
+static void test_keys_are_distinct(void **state)
+{
+	struct objcache *c = objcache_new(16, NULL);
+	struct objcache_entry e;
+
+	(void)state;
+	assert_int_equal(objcache_put(c, "a", "b/c", "1", 1), 0);
+	assert_int_equal(objcache_put(c, "ab", "c", "2", 2), 0);
+	assert_int_equal(objcache_put(c, "a", "bc", "3", 3), 0);
+	assert_int_equal(objcache_put(c, "a", "", "4", 4), 0);
+	assert_int_equal(objcache_get(c, "a", "b/c", &e), 1);
+	assert_string_equal(e.etag, "1");
+	assert_int_equal(objcache_get(c, "ab", "c", &e), 1);
+	assert_string_equal(e.etag, "2");
+	assert_int_equal(objcache_get(c, "a", "bc", &e), 1);
+	assert_string_equal(e.etag, "3");
+	assert_int_equal(objcache_get(c, "a", "", &e), 1);
+	assert_string_equal(e.etag, "4");
+	assert_int_equal(objcache_get(c, "A", "bc", &e), 0);
+	objcache_free(c);
+}
+
+static void test_invalidate(void **state)
+{
+	struct objcache *c = objcache_new(2, NULL);
+	struct objcache_stats st;
+
+	(void)state;
+	assert_int_equal(objcache_put(c, "b", "x", "e", 1), 0);
+	assert_int_equal(objcache_put(c, "b", "y", "e", 1), 0);
+	assert_int_equal(objcache_invalidate(c, "b", "x"), 1);
+	assert_int_equal(objcache_invalidate(c, "b", "x"), 0);
+	assert_int_equal(objcache_get(c, "b", "x", NULL), 0);
+	/* The freed slot is reused without evicting y. */
+	assert_int_equal(objcache_put(c, "b", "z", "e", 1), 0);
+	assert_int_equal(objcache_get(c, "b", "y", NULL), 1);
+	objcache_stats(c, &st);
+	assert_int_equal(st.count, 2);
+	assert_int_equal(st.evictions, 0);
+	objcache_free(c);
+}
+
+static void test_lru_eviction(void **state)
+{
+	struct objcache *c = objcache_new(3, NULL);
+	struct objcache_stats st;
+
+	(void)state;
+	objcache_put(c, "b", "1", "e1", 1);
+	objcache_put(c, "b", "2", "e2", 2);
+	objcache_put(c, "b", "3", "e3", 3);
+	/* Touch 1: 2 is now least recently used. */
+	assert_int_equal(objcache_get(c, "b", "1", NULL), 1);
+	assert_int_equal(objcache_put(c, "b", "4", "e4", 4), 0);
+	assert_int_equal(objcache_get(c, "b", "2", NULL), 0);
+	assert_int_equal(objcache_get(c, "b", "1", NULL), 1);
+	assert_int_equal(objcache_get(c, "b", "3", NULL), 1);
+	assert_int_equal(objcache_get(c, "b", "4", NULL), 1);
+	/* An update counts as use: 1 is oldest now, then refreshed by put. */
+	assert_int_equal(objcache_put(c, "b", "1", "e1b", 5), 0);
+	assert_int_equal(objcache_put(c, "b", "5", "e5", 5), 0);
+	assert_int_equal(objcache_get(c, "b", "3", NULL), 0);
+	assert_int_equal(objcache_get(c, "b", "1", NULL), 1);
+	objcache_stats(c, &st);
+	assert_int_equal(st.count, 3);
+	assert_int_equal(st.evictions, 2);
+	objcache_free(c);
+}
+
+static void test_capacity_bound_under_churn(void **state)
+{
+	enum { CAP = 1000, N = 20000 };
+	struct objcache *c = objcache_new(CAP, (const unsigned char *)"0123456789abcdef");
+	struct objcache_entry e;
+	struct objcache_stats st;
+	char key[32], etag[32];
+	int i, present = 0;
+
+	(void)state;
+	assert_non_null(c);
+	for (i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "obj-%d", i);
+		snprintf(etag, sizeof(etag), "\"%x\"", i);
+		assert_int_equal(objcache_put(c, "bucket", key, etag, (uint64_t)i), 0);
+		if (i % 7 == 0) {
+			snprintf(key, sizeof(key), "obj-%d", i / 2);
+			objcache_invalidate(c, "bucket", key);
+		}
+		objcache_stats(c, &st);
+		assert_true(st.count <= CAP);
+	}
+	/* The newest CAP-ish keys survive with their values; the old ones do not. */
+	for (i = N - CAP; i < N; i++) {
+		snprintf(key, sizeof(key), "obj-%d", i);
+		if (objcache_get(c, "bucket", key, &e)) {
+			present++;
+			assert_true(e.epoch == (uint64_t)i);
+		}
+	}
+	assert_true(present > CAP * 9 / 10);
+	assert_int_equal(objcache_get(c, "bucket", "obj-0", NULL), 0);
+	assert_int_equal(objcache_get(c, "bucket", "obj-5000", NULL), 0);
+	objcache_free(c);
+}
+
+static void test_limits(void **state)
+{
+	struct objcache *c = objcache_new(2, NULL);
+	char long_key[OBJCACHE_KEY_MAX + 8];
+	char long_etag[OBJCACHE_ETAG_MAX + 1];
+
+	(void)state;
+	assert_null(objcache_new(0, NULL));
+	memset(long_key, 'k', sizeof(long_key) - 1);
+	long_key[sizeof(long_key) - 1] = '\0';
+	assert_int_equal(objcache_put(c, "b", long_key, "e", 1), -1);
+	assert_int_equal(objcache_get(c, "b", long_key, NULL), 0);
+	/* Longest key that fits: bucket "b" + "/" + key. */
+	long_key[OBJCACHE_KEY_MAX - 2] = '\0';
+	assert_int_equal(objcache_put(c, "b", long_key, "e", 1), 0);
+	assert_int_equal(objcache_get(c, "b", long_key, NULL), 1);
+	/* An ETag that does not fit drops the stale entry rather than keep it. */
+	memset(long_etag, 'e', sizeof(long_etag) - 1);
+	long_etag[sizeof(long_etag) - 1] = '\0';
+	assert_int_equal(objcache_put(c, "b", long_key, long_etag, 2), -1);
+	assert_int_equal(objcache_get(c, "b", long_key, NULL), 0);
+	long_etag[OBJCACHE_ETAG_MAX - 1] = '\0';
+	assert_int_equal(objcache_put(c, "b", "k", long_etag, 2), 0);
+	objcache_free(c);
+	objcache_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_get_put_update),
+		cmocka_unit_test(test_keys_are_distinct),
+		cmocka_unit_test(test_invalidate),
+		cmocka_unit_test(test_lru_eviction),
+		cmocka_unit_test(test_capacity_bound_under_churn),
+		cmocka_unit_test(test_limits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

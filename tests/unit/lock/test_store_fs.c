@@ -1,0 +1,878 @@
+/* test_store_fs.c — the local-directory object store: conditional writes,
+ * metadata, ETags, the injected clock, listing order and paging, refused
+ * keys and symlinks, and races between forked processes. Each test gets a
+ * fresh mkdtemp directory under /tmp, removed afterwards. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <openssl/evp.h>
+
+#include "lock/store.h"
+#include "lock/timesrc.h"
+
+struct fake_clock {
+	int64_t wall_ms;
+	int64_t mono_ms;
+};
+
+static int64_t fake_wall(void *ctx) { return ((struct fake_clock *)ctx)->wall_ms; }
+static int64_t fake_mono(void *ctx) { return ((struct fake_clock *)ctx)->mono_ms; }
+static void fake_sleep(void *ctx, int64_t ms)
+{
+	((struct fake_clock *)ctx)->wall_ms += ms;
+	((struct fake_clock *)ctx)->mono_ms += ms;
+}
+
+struct fixture {
+	char dir[64];
+	char outside[64];        /* a second directory, for symlink escapes */
+	struct fake_clock clock;
+	struct timesrc time;
+	struct store_config cfg;
+	char url[128];
+	struct store *st;
+	struct store_result res;
+};
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void rm_tree(const char *path)
+{
+	if (path[0])
+		nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+static struct store *open_store(struct fixture *f)
+{
+	char err[256] = "";
+	struct store *st = store_open(&f->cfg, err, sizeof(err));
+
+	if (!st)
+		fail_msg("store_open: %s", err);
+	return st;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/fsstore-test-XXXXXX");
+	snprintf(f->outside, sizeof(f->outside), "/tmp/fsstore-outside-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	assert_non_null(mkdtemp(f->outside));
+	f->clock.wall_ms = 1700000000500LL;
+	f->clock.mono_ms = 1000;
+	f->time = (struct timesrc){ fake_wall, fake_mono, fake_sleep, &f->clock };
+	snprintf(f->url, sizeof(f->url), "file://%s", f->dir);
+	f->cfg.url = f->url;
+	f->cfg.time = &f->time;
+	f->st = open_store(f);
+	f->res = (struct store_result)STORE_RESULT_INIT;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	store_result_clear(&f->res);
+	store_close(f->st);
+	rm_tree(f->dir);
+	rm_tree(f->outside);
+	free(f);
+	return 0;
+}
+
+static enum store_code put_str(struct fixture *f, const char *key, const char *body,
+			       enum store_cond cond, const char *etag)
+{
+	struct store_put_opts opts = { .cond = cond, .etag = etag };
+
+	return store_put(f->st, key, body, strlen(body), &opts, &f->res);
+}
+
+static void md5_etag(const char *body, char out[STORE_ETAG_MAX])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0, i;
+	char *p = out;
+
+	assert_true(EVP_Digest(body, strlen(body), md, &n, EVP_md5(), NULL));
+	*p++ = '"';
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "%02x", md[i]);
+	*p++ = '"';
+	*p = '\0';
+}
+
+static void path_in(const struct fixture *f, const char *rel, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s", f->dir, rel);
+}
+
+static void test_create_twice(void **state)
+{
+	struct fixture *f = *state;
+	char first[STORE_ETAG_MAX];
+
+	assert_int_equal(put_str(f, "locks/a/lock-0000000001.json", "one",
+				 STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_OK);
+	assert_int_equal(f->res.http_status, 200);
+	strcpy(first, f->res.etag);
+	assert_int_equal(put_str(f, "locks/a/lock-0000000001.json", "two",
+				 STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_PRECONDITION_FAILED);
+	assert_int_equal(f->res.http_status, 412);
+	assert_string_equal(f->res.err_code, "PreconditionFailed");
+	assert_false(store_failed(f->res.code));
+	assert_int_equal(store_get(f->st, "locks/a/lock-0000000001.json", &f->res), STORE_OK);
+	assert_string_equal(f->res.body, "one");
+	assert_string_equal(f->res.etag, first);
+}
+
+static void test_etag_is_md5(void **state)
+{
+	struct fixture *f = *state;
+	char want[STORE_ETAG_MAX];
+
+	assert_int_equal(put_str(f, "hello.txt", "hello", STORE_COND_NONE, NULL), STORE_OK);
+	assert_string_equal(f->res.etag, "\"5d41402abc4b2a76b9719d911017c592\"");
+	assert_int_equal(put_str(f, "empty", "", STORE_COND_NONE, NULL), STORE_OK);
+	assert_string_equal(f->res.etag, "\"d41d8cd98f00b204e9800998ecf8427e\"");
+	md5_etag("hello", want);
+	assert_int_equal(store_head(f->st, "hello.txt", &f->res), STORE_OK);
+	assert_string_equal(f->res.etag, want);
+	assert_int_equal(f->res.content_length, 5);
+	assert_null(f->res.body);
+	assert_int_equal(store_get(f->st, "empty", &f->res), STORE_OK);
+	assert_int_equal(f->res.body_len, 0);
+	assert_non_null(f->res.body);
+	assert_string_equal(f->res.body, "");
+}
+
+static void test_if_match(void **state)
+{
+	struct fixture *f = *state;
+	char v1[STORE_ETAG_MAX], v2[STORE_ETAG_MAX], bare[STORE_ETAG_MAX];
+
+	assert_int_equal(put_str(f, "k", "v1", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_OK);
+	strcpy(v1, f->res.etag);
+	/* right etag */
+	assert_int_equal(put_str(f, "k", "v2", STORE_COND_IF_MATCH, v1), STORE_OK);
+	strcpy(v2, f->res.etag);
+	assert_string_not_equal(v1, v2);
+	/* the old etag is now wrong */
+	assert_int_equal(put_str(f, "k", "v3", STORE_COND_IF_MATCH, v1), STORE_PRECONDITION_FAILED);
+	assert_int_equal(f->res.http_status, 412);
+	assert_int_equal(store_get(f->st, "k", &f->res), STORE_OK);
+	assert_string_equal(f->res.body, "v2");
+	/* quotes are optional */
+	snprintf(bare, sizeof(bare), "%.*s", (int)strlen(v2) - 2, v2 + 1);
+	assert_int_equal(put_str(f, "k", "v3", STORE_COND_IF_MATCH, bare), STORE_OK);
+	/* missing key: 404 like S3, and nothing is created */
+	assert_int_equal(put_str(f, "nope", "x", STORE_COND_IF_MATCH, v1), STORE_NOT_FOUND);
+	assert_int_equal(f->res.http_status, 404);
+	assert_int_equal(store_head(f->st, "nope", &f->res), STORE_NOT_FOUND);
+	/* If-Match without an etag is refused */
+	assert_int_equal(put_str(f, "k", "v4", STORE_COND_IF_MATCH, NULL), STORE_ERR_INVALID);
+}
+
+static void test_replace_unconditional(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(put_str(f, "r", "first", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(put_str(f, "r", "second, longer", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(store_get(f->st, "r", &f->res), STORE_OK);
+	assert_string_equal(f->res.body, "second, longer");
+	assert_int_equal(f->res.body_len, strlen("second, longer"));
+	assert_int_equal(f->res.content_length, (int64_t)strlen("second, longer"));
+}
+
+static void test_delete(void **state)
+{
+	struct fixture *f = *state;
+	char v1[STORE_ETAG_MAX];
+
+	assert_int_equal(put_str(f, "d/x", "body", STORE_COND_NONE, NULL), STORE_OK);
+	strcpy(v1, f->res.etag);
+	assert_int_equal(store_delete(f->st, "d/x", "\"00000000000000000000000000000000\"", &f->res),
+			 STORE_PRECONDITION_FAILED);
+	assert_int_equal(f->res.http_status, 412);
+	assert_int_equal(store_head(f->st, "d/x", &f->res), STORE_OK);
+	assert_int_equal(store_delete(f->st, "d/x", v1, &f->res), STORE_OK);
+	assert_int_equal(f->res.http_status, 204);
+	assert_int_equal(store_get(f->st, "d/x", &f->res), STORE_NOT_FOUND);
+	assert_int_equal(f->res.http_status, 404);
+	assert_string_equal(f->res.err_code, "NoSuchKey");
+	/* missing: conditional 404, unconditional 204 as S3 */
+	assert_int_equal(store_delete(f->st, "d/x", v1, &f->res), STORE_NOT_FOUND);
+	assert_int_equal(store_delete(f->st, "d/x", NULL, &f->res), STORE_OK);
+	assert_int_equal(f->res.http_status, 204);
+	assert_int_equal(store_delete(f->st, "never/was/here", NULL, &f->res), STORE_OK);
+	/* unconditional delete of an existing key */
+	assert_int_equal(put_str(f, "d/y", "body", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(store_delete(f->st, "d/y", NULL, &f->res), STORE_OK);
+	assert_int_equal(store_head(f->st, "d/y", &f->res), STORE_NOT_FOUND);
+	/* the ETag may come from the very result the call fills */
+	assert_int_equal(put_str(f, "d/z", "body", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(put_str(f, "d/z", "next", STORE_COND_IF_MATCH, f->res.etag), STORE_OK);
+	assert_int_equal(store_delete(f->st, "d/z", f->res.etag, &f->res), STORE_OK);
+	assert_int_equal(store_head(f->st, "d/z", &f->res), STORE_NOT_FOUND);
+	/* the sidecar went with it: a fresh create has no stale metadata */
+	assert_int_equal(put_str(f, "d/y", "again", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_OK);
+	assert_int_equal(store_head(f->st, "d/y", &f->res), STORE_OK);
+	assert_int_equal(f->res.nmeta, 0);
+}
+
+static void test_metadata_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	struct store_meta meta[] = {
+		{ "Fencing-Epoch", "7" },
+		{ "fencing-lock", "invoices" },
+		{ "note", "ünïcode \"quoted\" \\ value" },
+	};
+	struct store_put_opts opts = { .cond = STORE_COND_IF_NONE_MATCH_ANY,
+				       .content_type = "application/json",
+				       .meta = meta, .nmeta = 3 };
+	struct store_meta bad[] = { { "ok", "line\r\nbreak" } };
+	struct store_put_opts bad_opts = { .meta = bad, .nmeta = 1 };
+	char path[256], sidecar[4096] = "";
+	FILE *fp;
+	size_t n;
+
+	assert_int_equal(store_put(f->st, "bucket/obj.json", "{}", 2, &opts, &f->res), STORE_OK);
+	assert_int_equal(store_get(f->st, "bucket/obj.json", &f->res), STORE_OK);
+	assert_int_equal(f->res.nmeta, 3);
+	assert_string_equal(store_result_meta(&f->res, "fencing-epoch"), "7");
+	assert_string_equal(store_result_meta(&f->res, "fencing-lock"), "invoices");
+	assert_string_equal(store_result_meta(&f->res, "note"), "ünïcode \"quoted\" \\ value");
+	assert_null(store_result_meta(&f->res, "Fencing-Epoch"));
+	assert_string_equal(f->res.content_type, "application/json");
+	assert_int_equal(store_head(f->st, "bucket/obj.json", &f->res), STORE_OK);
+	assert_string_equal(store_result_meta(&f->res, "fencing-epoch"), "7");
+	assert_string_equal(f->res.content_type, "application/json");
+	/* content type is kept in the sidecar */
+	path_in(f, ".fencegate/meta/bucket/obj.json", path, sizeof(path));
+	fp = fopen(path, "r");
+	assert_non_null(fp);
+	n = fread(sidecar, 1, sizeof(sidecar) - 1, fp);
+	fclose(fp);
+	sidecar[n] = '\0';
+	assert_non_null(strstr(sidecar, "\"contentType\":\"application/json\""));
+	/* a replace without metadata drops it, as S3 does */
+	assert_int_equal(put_str(f, "bucket/obj.json", "[]", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(store_get(f->st, "bucket/obj.json", &f->res), STORE_OK);
+	assert_int_equal(f->res.nmeta, 0);
+	assert_string_equal(f->res.content_type, "application/octet-stream"); /* the default */
+	/* header-breaking values are refused */
+	assert_int_equal(store_put(f->st, "bucket/bad", "x", 1, &bad_opts, &f->res), STORE_ERR_INVALID);
+	assert_int_equal(store_head(f->st, "bucket/bad", &f->res), STORE_NOT_FOUND);
+}
+
+static void test_fake_clock(void **state)
+{
+	struct fixture *f = *state;
+
+	f->clock.wall_ms = 1000999; /* whole seconds, rounded down */
+	assert_int_equal(put_str(f, "lease", "x", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_OK);
+	assert_int_equal(f->res.last_modified, 1000);
+	assert_int_equal(f->res.server_date, 1000);
+	timesrc_sleep_ms(&f->time, 30000);
+	assert_int_equal(store_head(f->st, "lease", &f->res), STORE_OK);
+	assert_int_equal(f->res.last_modified, 1000);
+	assert_int_equal(f->res.server_date, 1030);
+	/* every answer carries the date, failures included */
+	f->clock.wall_ms = 5000000;
+	assert_int_equal(store_get(f->st, "missing", &f->res), STORE_NOT_FOUND);
+	assert_int_equal(f->res.server_date, 5000);
+	assert_int_equal(store_get(f->st, "../x", &f->res), STORE_ERR_INVALID);
+	assert_int_equal(f->res.server_date, 5000);
+	assert_int_equal(put_str(f, "lease", "y", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(store_get(f->st, "lease", &f->res), STORE_OK);
+	assert_int_equal(f->res.last_modified, 5000);
+}
+
+static void test_requests_counted(void **state)
+{
+	struct fixture *f = *state;
+	struct store_list_page page = { 0 };
+	unsigned long before = f->st->requests;
+
+	put_str(f, "c", "x", STORE_COND_NONE, NULL);
+	store_get(f->st, "c", &f->res);
+	store_head(f->st, "c", &f->res);
+	store_list(f->st, "", NULL, NULL, 10, &page, &f->res);
+	store_list_page_free(&page);
+	store_delete(f->st, "c", NULL, &f->res);
+	assert_int_equal(f->st->requests - before, 5);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists everything under prefix page by page (max_keys per page), following
+ * the continuation token, and checks the result equals want[0..nwant). */
+static void list_all_and_check(struct fixture *f, const char *prefix, const char *start_after,
+			       int max_keys, char **want, size_t nwant)
+{
+	struct store_list_page page = { 0 };
+	char *token = NULL;
+	size_t got = 0, i, pages = 0;
+
+	for (;;) {
+		assert_int_equal(store_list(f->st, prefix, start_after, token, max_keys, &page, &f->res),
+				 STORE_OK);
+		pages++;
+		assert_true(page.n <= (size_t)max_keys);
+		for (i = 0; i < page.n; i++) {
+			assert_true(got < nwant);
+			assert_string_equal(page.entries[i].key, want[got]);
+			got++;
+		}
+		free(token);
+		token = NULL;
+		if (!page.truncated) {
+			assert_null(page.next_token);
+			break;
+		}
+		assert_int_equal(page.n, (size_t)max_keys);
+		assert_non_null(page.next_token);
+		token = strdup(page.next_token);
+		store_list_page_free(&page);
+		assert_true(pages < 10000);
+	}
+	store_list_page_free(&page);
+	assert_int_equal(got, nwant);
+}
+
+static void test_list_many_in_one_dir(void **state)
+{
+	struct fixture *f = *state;
+	enum { N = 1500 };
+	char **keys = calloc(N, sizeof(*keys));
+	struct store_list_page page = { 0 };
+	char key[128];
+	size_t i;
+
+	assert_non_null(keys);
+	/* one key in 30 through the store (with its sidecar), the rest written
+	 * straight into the directory, which is much faster than 1500 fsynced
+	 * puts and must list the same way */
+	for (i = 0; i < N; i++) {
+		snprintf(key, sizeof(key), "locks/job/lock-%010zu.json", i + 1);
+		keys[i] = strdup(key);
+		assert_non_null(keys[i]);
+		if (i % 30 == 0) {
+			assert_int_equal(put_str(f, key, "{}", i ? STORE_COND_NONE
+							  : STORE_COND_IF_NONE_MATCH_ANY, NULL),
+					 STORE_OK);
+		} else {
+			char path[256];
+			struct timespec times[2] = { { 1700000000, 0 }, { 1700000000, 0 } };
+			int fd;
+
+			path_in(f, key, path, sizeof(path));
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+			assert_true(fd >= 0);
+			assert_int_equal(write(fd, "{}", 2), 2);
+			assert_int_equal(futimens(fd, times), 0);
+			close(fd);
+		}
+	}
+	assert_int_equal(put_str(f, "locks/job2/lock-0000000001.json", "{}", STORE_COND_NONE, NULL),
+			 STORE_OK);
+	assert_int_equal(put_str(f, "locks/jo", "{}", STORE_COND_NONE, NULL), STORE_OK);
+
+	/* first page: 1000, truncated; then the rest */
+	assert_int_equal(store_list(f->st, "locks/job/lock-", NULL, NULL, 1000, &page, &f->res),
+			 STORE_OK);
+	assert_int_equal(page.n, 1000);
+	assert_true(page.truncated);
+	assert_string_equal(page.next_token, keys[999]);
+	for (i = 0; i < page.n; i++) {
+		assert_string_equal(page.entries[i].etag, "\"99914b932bd37a50b983c5e7c90ae93b\"");
+		assert_int_equal(page.entries[i].size, 2);
+		assert_int_equal(page.entries[i].last_modified, 1700000000);
+	}
+	store_list_page_free(&page);
+	/* max_keys above 1000 is clamped, below 1 refused */
+	assert_int_equal(store_list(f->st, "locks/job/", NULL, NULL, 5000, &page, &f->res), STORE_OK);
+	assert_int_equal(page.n, 1000);
+	store_list_page_free(&page);
+	assert_int_equal(store_list(f->st, "locks/job/", NULL, NULL, 0, &page, &f->res),
+			 STORE_ERR_INVALID);
+	list_all_and_check(f, "locks/job/lock-", NULL, 1000, keys, N);
+	list_all_and_check(f, "locks/job/", NULL, 333, keys, N);
+	/* start_after near the end: only the tail */
+	list_all_and_check(f, "locks/job/lock-", keys[N - 3], 1000, keys + N - 2, 2);
+	assert_int_equal(store_list(f->st, "locks/job/lock-", keys[N - 1], NULL, 1000, &page, &f->res),
+			 STORE_OK);
+	assert_int_equal(page.n, 0);
+	assert_false(page.truncated);
+	store_list_page_free(&page);
+	/* a start_after between keys, and one before the prefix */
+	list_all_and_check(f, "locks/job/lock-", "locks/job/lock-0000001499", 10, keys + N - 2, 2);
+	list_all_and_check(f, "locks/job/lock-", "a", 1000, keys, N);
+	/* the prefix "locks/job" also matches job2/ but not "locks/jo" */
+	assert_int_equal(store_list(f->st, "locks/job", keys[N - 1], NULL, 10, &page, &f->res),
+			 STORE_OK);
+	assert_int_equal(page.n, 1);
+	assert_string_equal(page.entries[0].key, "locks/job2/lock-0000000001.json");
+	store_list_page_free(&page);
+	/* no such prefix directory */
+	assert_int_equal(store_list(f->st, "nothing/here/", NULL, NULL, 10, &page, &f->res), STORE_OK);
+	assert_int_equal(page.n, 0);
+	store_list_page_free(&page);
+	for (i = 0; i < N; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+static void test_list_nested_order(void **state)
+{
+	struct fixture *f = *state;
+	const char *names[] = {
+		"a/b", "a-b", "a0", "a/c/d", "a/c-", "b", "a/b0", "z/z/z/z", "A",
+		"a/c/d0", "bucket/x y", "bucket/~", "bucket/\xc3\xa9", "a/c.e",
+	};
+	size_t n = sizeof(names) / sizeof(names[0]), i, j, k;
+	char *sorted[32], *sub[32], path[512];
+
+	for (i = 0; i < n; i++) {
+		assert_int_equal(put_str(f, names[i], names[i], STORE_COND_NONE, NULL), STORE_OK);
+		sorted[i] = (char *)names[i];
+	}
+	qsort(sorted, n, sizeof(sorted[0]), cmp_str);
+	/* never directories, never the reserved area or temp files */
+	path_in(f, "emptydir", path, sizeof(path));
+	assert_int_equal(mkdir(path, 0755), 0);
+	path_in(f, "a/emptier", path, sizeof(path));
+	assert_int_equal(mkdir(path, 0755), 0);
+	for (k = 1; k <= n + 1; k++)
+		list_all_and_check(f, "", NULL, (int)k, sorted, n);
+	/* every prefix and start_after that appears is consistent with strcmp */
+	{
+		const char *prefixes[] = { "", "a", "a/", "a/c", "a/c/", "b", "bucket/", "z/z/", "q" };
+
+		for (j = 0; j < sizeof(prefixes) / sizeof(prefixes[0]); j++) {
+			size_t m = 0;
+
+			for (i = 0; i < n; i++)
+				if (strncmp(sorted[i], prefixes[j], strlen(prefixes[j])) == 0)
+					sub[m++] = sorted[i];
+			list_all_and_check(f, prefixes[j], NULL, 2, sub, m);
+			for (k = 0; k < m; k++)
+				list_all_and_check(f, prefixes[j], sub[k], 3, sub + k + 1, m - k - 1);
+		}
+	}
+	/* start_after that is not a key but a prefix of a directory */
+	for (i = 0; i < n && strcmp(sorted[i], "a/c") <= 0; i++)
+		;
+	list_all_and_check(f, "", "a/c", 4, sorted + i, n - i);
+}
+
+static void test_invalid_keys(void **state)
+{
+	struct fixture *f = *state;
+	struct store_list_page page = { 0 };
+	const char *bad[] = {
+		"../x", "/abs", "a//b", "a/./b", "ctl\x01", "a/..", ".", "..", "",
+		"trail/", ".fencegate", ".fencegate/meta/x", ".fencegate/tmp/t1",
+		"del\x7f",
+	};
+	char longkey[1100];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(put_str(f, bad[i], "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+		assert_true(strlen(f->res.err_message) > 0);
+		assert_true(store_failed(f->res.code));
+		assert_int_equal(put_str(f, bad[i], "x", STORE_COND_IF_NONE_MATCH_ANY, NULL),
+				 STORE_ERR_INVALID);
+		assert_int_equal(store_get(f->st, bad[i], &f->res), STORE_ERR_INVALID);
+		assert_int_equal(store_head(f->st, bad[i], &f->res), STORE_ERR_INVALID);
+		assert_int_equal(store_delete(f->st, bad[i], NULL, &f->res), STORE_ERR_INVALID);
+	}
+	assert_int_equal(put_str(f, ".fencegate/x", "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	assert_non_null(strstr(f->res.err_message, "reserved"));
+	assert_int_equal(put_str(f, "trail/", "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	assert_non_null(strstr(f->res.err_message, "'/'"));
+	/* names that merely look like the reserved one are ordinary keys */
+	assert_int_equal(put_str(f, ".fencegatex", "x", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(put_str(f, "b/.fencegate/x", "x", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(store_delete(f->st, ".fencegatex", NULL, &f->res), STORE_OK);
+	assert_int_equal(store_delete(f->st, "b/.fencegate/x", NULL, &f->res), STORE_OK);
+	assert_int_equal(store_get(f->st, NULL, &f->res), STORE_ERR_INVALID);
+	memset(longkey, 'k', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	assert_int_equal(put_str(f, longkey, "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	/* a segment over NAME_MAX is an answer, not a crash */
+	longkey[300] = '\0';
+	assert_int_equal(put_str(f, longkey, "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	assert_int_equal(store_get(f->st, longkey, &f->res), STORE_NOT_FOUND);
+	/* nothing is listed */
+	assert_int_equal(store_list(f->st, "", NULL, NULL, 100, &page, &f->res), STORE_OK);
+	assert_int_equal(page.n, 0);
+	store_list_page_free(&page);
+	assert_int_equal(store_list(f->st, ".fencegate/", NULL, NULL, 100, &page, &f->res), STORE_OK);
+	assert_int_equal(page.n, 0);
+	store_list_page_free(&page);
+	assert_int_equal(store_list(f->st, "../", NULL, NULL, 100, &page, &f->res), STORE_OK);
+	assert_int_equal(page.n, 0);
+	store_list_page_free(&page);
+}
+
+static void test_directory_collisions(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(put_str(f, "a/b", "x", STORE_COND_NONE, NULL), STORE_OK);
+	/* "a" is a directory: it is no object, and cannot become one */
+	assert_int_equal(store_get(f->st, "a", &f->res), STORE_NOT_FOUND);
+	assert_int_equal(store_head(f->st, "a", &f->res), STORE_NOT_FOUND);
+	assert_int_equal(put_str(f, "a", "y", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	assert_non_null(strstr(f->res.err_message, "collides"));
+	assert_int_equal(put_str(f, "a", "y", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_ERR_INVALID);
+	assert_int_equal(put_str(f, "a", "y", STORE_COND_IF_MATCH, "\"x\""), STORE_ERR_INVALID);
+	assert_int_equal(store_delete(f->st, "a", NULL, &f->res), STORE_OK);
+	assert_int_equal(store_delete(f->st, "a", "\"x\"", &f->res), STORE_NOT_FOUND);
+	/* "a/b" is a file: "a/b/c" cannot exist */
+	assert_int_equal(put_str(f, "a/b/c", "z", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	assert_non_null(strstr(f->res.err_message, "collides"));
+	assert_int_equal(put_str(f, "a/b/c/d", "z", STORE_COND_IF_NONE_MATCH_ANY, NULL),
+			 STORE_ERR_INVALID);
+	assert_int_equal(store_get(f->st, "a/b/c", &f->res), STORE_NOT_FOUND);
+	assert_int_equal(store_delete(f->st, "a/b/c", NULL, &f->res), STORE_OK);
+	assert_int_equal(store_get(f->st, "a/b", &f->res), STORE_OK);
+	assert_string_equal(f->res.body, "x");
+}
+
+static void test_symlink_escape(void **state)
+{
+	struct fixture *f = *state;
+	char link_path[256], target[256], content[16] = "";
+	struct store_list_page page = { 0 };
+	FILE *fp;
+
+	/* a directory symlink planted in DIR */
+	path_in(f, "evil", link_path, sizeof(link_path));
+	assert_int_equal(symlink(f->outside, link_path), 0);
+	assert_int_equal(put_str(f, "evil/x", "pwned", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	assert_non_null(strstr(f->res.err_message, "symlink"));
+	assert_int_equal(put_str(f, "evil/x", "pwned", STORE_COND_IF_NONE_MATCH_ANY, NULL),
+			 STORE_ERR_INVALID);
+	assert_int_equal(put_str(f, "evil/sub/x", "pwned", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	snprintf(target, sizeof(target), "%s/x", f->outside);
+	assert_int_equal(access(target, F_OK), -1);
+	snprintf(target, sizeof(target), "%s/sub", f->outside);
+	assert_int_equal(access(target, F_OK), -1);
+
+	/* a file symlink planted as a key */
+	snprintf(target, sizeof(target), "%s/secret", f->outside);
+	fp = fopen(target, "w");
+	assert_non_null(fp);
+	fputs("secret", fp);
+	fclose(fp);
+	path_in(f, "file", link_path, sizeof(link_path));
+	assert_int_equal(symlink(target, link_path), 0);
+	assert_int_equal(store_get(f->st, "file", &f->res), STORE_ERR_INVALID);
+	assert_null(f->res.body);
+	assert_int_equal(put_str(f, "file", "pwned", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
+	assert_int_equal(put_str(f, "file", "pwned", STORE_COND_IF_NONE_MATCH_ANY, NULL),
+			 STORE_ERR_INVALID);
+	assert_int_equal(put_str(f, "file", "pwned", STORE_COND_IF_MATCH, "*"), STORE_ERR_INVALID);
+	assert_int_equal(store_delete(f->st, "file", NULL, &f->res), STORE_ERR_INVALID);
+	fp = fopen(target, "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(content, sizeof(content), fp));
+	fclose(fp);
+	assert_string_equal(content, "secret");
+	/* symlinks are never listed */
+	assert_int_equal(store_list(f->st, "", NULL, NULL, 100, &page, &f->res), STORE_OK);
+	assert_int_equal(page.n, 0);
+	store_list_page_free(&page);
+}
+
+static void test_reserved_dir_symlink_refused(void **state)
+{
+	struct fixture *f = *state;
+	char dir[128], link_path[256], err[256] = "";
+	struct store_config cfg = { 0 };
+	char url[300];
+	struct store *st;
+
+	snprintf(dir, sizeof(dir), "%s/sub", f->outside);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(link_path, sizeof(link_path), "%s/.fencegate", dir);
+	assert_int_equal(symlink(f->dir, link_path), 0);
+	snprintf(url, sizeof(url), "file://%s", dir);
+	cfg.url = url;
+	st = store_open(&cfg, err, sizeof(err));
+	assert_null(st);
+	assert_non_null(strstr(err, ".fencegate"));
+}
+
+static void test_file_without_sidecar(void **state)
+{
+	struct fixture *f = *state;
+	struct store_list_page page = { 0 };
+	struct timespec times[2] = { { 1234567, 0 }, { 1234567, 0 } };
+	char path[256], want[STORE_ETAG_MAX];
+	FILE *fp;
+
+	/* a file dropped in by hand (or a crash between the two renames) */
+	path_in(f, "bucket", path, sizeof(path));
+	assert_int_equal(mkdir(path, 0755), 0);
+	path_in(f, "bucket/dropped.txt", path, sizeof(path));
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("by hand", fp);
+	fclose(fp);
+	assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+	md5_etag("by hand", want);
+	assert_int_equal(store_head(f->st, "bucket/dropped.txt", &f->res), STORE_OK);
+	assert_string_equal(f->res.etag, want);
+	assert_int_equal(f->res.last_modified, 1234567);
+	assert_int_equal(f->res.nmeta, 0);
+	assert_string_equal(f->res.content_type, ""); /* no sidecar: unknown */
+	assert_int_equal(store_list(f->st, "bucket/", NULL, NULL, 10, &page, &f->res), STORE_OK);
+	assert_int_equal(page.n, 1);
+	assert_string_equal(page.entries[0].etag, want);
+	store_list_page_free(&page);
+	/* If-Match works against the computed etag */
+	assert_int_equal(put_str(f, "bucket/dropped.txt", "new", STORE_COND_IF_MATCH, want), STORE_OK);
+	/* a sidecar left behind for a different file is ignored */
+	assert_int_equal(put_str(f, "bucket/other", "one", STORE_COND_NONE, NULL), STORE_OK);
+	path_in(f, "bucket/other", path, sizeof(path));
+	assert_int_equal(unlink(path), 0);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("two", fp);
+	fclose(fp);
+	md5_etag("two", want);
+	assert_int_equal(store_get(f->st, "bucket/other", &f->res), STORE_OK);
+	assert_string_equal(f->res.etag, want);
+}
+
+/* Forks n children that, released together, each run race_body(i). Returns
+ * a bitmask of children that exited 0 (won); checks the others exited 1 (lost). */
+typedef int (*race_fn)(struct fixture *f, int i, void *arg);
+
+static unsigned race(struct fixture *f, int n, race_fn fn, void *arg)
+{
+	pid_t pids[16];
+	int gate[2], i, status;
+	unsigned winners = 0;
+
+	assert_true(n <= 16);
+	assert_int_equal(pipe(gate), 0);
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char c;
+			int rc;
+
+			close(gate[1]);
+			if (read(gate[0], &c, 1) != 0)
+				_exit(3);
+			alarm(20);
+			rc = fn(f, i, arg);
+			_exit(rc);
+		}
+	}
+	close(gate[0]);
+	close(gate[1]); /* releases every child at once */
+	for (i = 0; i < n; i++) {
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		assert_true(WIFEXITED(status));
+		if (WEXITSTATUS(status) == 0)
+			winners |= 1u << i;
+		else
+			assert_int_equal(WEXITSTATUS(status), 1);
+	}
+	return winners;
+}
+
+/* Each child opens its own store, as separate processes would. */
+static int race_create(struct fixture *f, int i, void *arg)
+{
+	const char *key = arg;
+	struct store_result res = STORE_RESULT_INIT;
+	struct store_put_opts opts = { .cond = STORE_COND_IF_NONE_MATCH_ANY };
+	char err[256], body[32];
+	struct store *st = store_open(&f->cfg, err, sizeof(err));
+	enum store_code code;
+
+	if (!st)
+		return 2;
+	snprintf(body, sizeof(body), "creator-%d", i);
+	code = store_put(st, key, body, strlen(body), &opts, &res);
+	store_result_clear(&res);
+	store_close(st);
+	return code == STORE_OK ? 0 : code == STORE_PRECONDITION_FAILED ? 1 : 2;
+}
+
+struct replace_arg {
+	const char *key;
+	char etag[STORE_ETAG_MAX];
+};
+
+/* Uses the store inherited from the parent: lock files are per call, so
+ * forked copies of one store still exclude each other. */
+static int race_replace(struct fixture *f, int i, void *arg)
+{
+	struct replace_arg *ra = arg;
+	struct store_result res = STORE_RESULT_INIT;
+	struct store_put_opts opts = { .cond = STORE_COND_IF_MATCH, .etag = ra->etag };
+	char body[32];
+	enum store_code code;
+
+	snprintf(body, sizeof(body), "replacer-%d", i);
+	code = store_put(f->st, ra->key, body, strlen(body), &opts, &res);
+	store_result_clear(&res);
+	return code == STORE_OK ? 0 : code == STORE_PRECONDITION_FAILED ? 1 : 2;
+}
+
+static int race_delete(struct fixture *f, int i, void *arg)
+{
+	struct replace_arg *ra = arg;
+	struct store_result res = STORE_RESULT_INIT;
+	enum store_code code;
+
+	(void)i;
+	code = store_delete(f->st, ra->key, ra->etag, &res);
+	store_result_clear(&res);
+	return code == STORE_OK ? 0 : (code == STORE_PRECONDITION_FAILED ||
+				       code == STORE_NOT_FOUND) ? 1 : 2;
+}
+
+static int one_bit(unsigned mask)
+{
+	return mask != 0 && (mask & (mask - 1)) == 0;
+}
+
+static void test_concurrent_creators(void **state)
+{
+	struct fixture *f = *state;
+	char key[64], want[32];
+	int round, winner;
+	unsigned mask;
+
+	for (round = 0; round < 8; round++) {
+		snprintf(key, sizeof(key), "locks/race/lock-%010d.json", round + 1);
+		mask = race(f, 8, race_create, key);
+		assert_true(one_bit(mask));
+		winner = __builtin_ctz(mask);
+		assert_int_equal(store_get(f->st, key, &f->res), STORE_OK);
+		snprintf(want, sizeof(want), "creator-%d", winner);
+		assert_string_equal(f->res.body, want);
+	}
+}
+
+static void test_concurrent_replacers(void **state)
+{
+	struct fixture *f = *state;
+	struct replace_arg ra = { .key = "locks/x/lock-0000000001.json" };
+	char want[32];
+	int round;
+	unsigned mask;
+
+	assert_int_equal(put_str(f, ra.key, "start", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_OK);
+	for (round = 0; round < 8; round++) {
+		assert_int_equal(store_head(f->st, ra.key, &f->res), STORE_OK);
+		strcpy(ra.etag, f->res.etag);
+		mask = race(f, 8, race_replace, &ra);
+		assert_true(one_bit(mask));
+		assert_int_equal(store_get(f->st, ra.key, &f->res), STORE_OK);
+		snprintf(want, sizeof(want), "replacer-%d", __builtin_ctz(mask));
+		assert_string_equal(f->res.body, want);
+		assert_string_not_equal(f->res.etag, ra.etag);
+		/* make the next round start from a fresh etag */
+		assert_int_equal(put_str(f, ra.key, want, STORE_COND_IF_MATCH, f->res.etag), STORE_OK);
+		snprintf(want, sizeof(want), "round-%d", round);
+		assert_int_equal(put_str(f, ra.key, want, STORE_COND_NONE, NULL), STORE_OK);
+	}
+	/* conditional deletes race the same way */
+	assert_int_equal(store_head(f->st, ra.key, &f->res), STORE_OK);
+	strcpy(ra.etag, f->res.etag);
+	mask = race(f, 8, race_delete, &ra);
+	assert_true(one_bit(mask));
+	assert_int_equal(store_head(f->st, ra.key, &f->res), STORE_NOT_FOUND);
+}
+
+static void test_no_temp_files_left(void **state)
+{
+	struct fixture *f = *state;
+	char path[256];
+	int count = 0;
+	FILE *ls;
+	char cmd[300], line[256];
+
+	put_str(f, "t/a", "x", STORE_COND_IF_NONE_MATCH_ANY, NULL);
+	put_str(f, "t/a", "x", STORE_COND_IF_NONE_MATCH_ANY, NULL); /* 412 */
+	put_str(f, "t/a", "y", STORE_COND_IF_MATCH, "\"bad\"");     /* 412 */
+	put_str(f, "t/a", "z", STORE_COND_NONE, NULL);
+	put_str(f, "t/a/b", "z", STORE_COND_NONE, NULL);            /* collision */
+	path_in(f, ".fencegate/tmp", path, sizeof(path));
+	snprintf(cmd, sizeof(cmd), "ls -A '%s'", path);
+	ls = popen(cmd, "r");
+	assert_non_null(ls);
+	while (fgets(line, sizeof(line), ls))
+		count++;
+	pclose(ls);
+	assert_int_equal(count, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create_twice, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_etag_is_md5, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_if_match, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replace_unconditional, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metadata_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fake_clock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_requests_counted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_many_in_one_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_nested_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_invalid_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_directory_collisions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_escape, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reserved_dir_symlink_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_without_sidecar, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_creators, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_replacers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_temp_files_left, setup, teardown),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
