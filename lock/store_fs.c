@@ -23,6 +23,8 @@
 
 #include "store.h"
 
+#include "wire/pct.h"
+
 #define FS_RESERVED      ".fencegate"
 #define FS_LOCK_FILES    256           /* per-key locks are chosen by key hash */
 #define FS_META_FILE_MAX (256 * 1024)  /* a sidecar bigger than this is corrupt */
@@ -172,17 +174,10 @@ static int write_all(int fd, const void *buf, size_t len)
 static void etag_from_digest(const unsigned char *md, unsigned int mdlen,
 			     char etag[STORE_ETAG_MAX])
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned int i;
-	char *p = etag;
-
-	*p++ = '"';
-	for (i = 0; i < mdlen; i++) {
-		*p++ = hex[md[i] >> 4];
-		*p++ = hex[md[i] & 15];
-	}
-	*p++ = '"';
-	*p = '\0';
+	etag[0] = '"';
+	hex_encode(md, mdlen, etag + 1);
+	etag[1 + 2 * mdlen] = '"';
+	etag[2 + 2 * mdlen] = '\0';
 }
 
 static int etag_of_buffer(const void *data, size_t len, char etag[STORE_ETAG_MAX])

@@ -27,6 +27,7 @@
 #include <openssl/sha.h>
 
 #include "wire/method.h"
+#include "wire/pct.h"
 #include "lock/lock.h"
 #include "policy.h"
 
@@ -1602,40 +1603,9 @@ int policy_bucket_lock(const struct policy *p, const char *path, char *name, siz
 	return first_segment(path, name, namelen);
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int policy_path_decode(const char *path, char *out, size_t outlen)
 {
-	size_t o = 0;
-
-	if (!path || path[0] != '/' || outlen == 0)
+	if (!path || path[0] != '/' || pct_decode(path, strlen(path), PCT_NO_NUL, out, outlen) < 0)
 		return -1;
-	for (const char *s = path; *s; s++) {
-		int c = (unsigned char)*s;
-
-		if (c == '%') {
-			int hi = hexval((unsigned char)s[1]), lo = hi < 0 ? -1 : hexval((unsigned char)s[2]);
-
-			if (hi < 0 || lo < 0)
-				return -1;
-			c = hi * 16 + lo;
-			if (c == 0)
-				return -1;
-			s += 2;
-		}
-		if (o + 1 >= outlen)
-			return -1;
-		out[o++] = (char)c;
-	}
-	out[o] = '\0';
 	return has_dot_segment(out) ? -1 : 0;
 }

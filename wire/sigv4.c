@@ -4,6 +4,7 @@
  * OpenSSL doing SHA-256 and HMAC. It is pure computation: no I/O, no clock,
  * no HTTP framing, and it never decides on its own whether a request is
  * authentic (callers compare signatures with sigv4_signature_equal). */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@
 #include <openssl/params.h>
 
 #include "sigv4.h"
+
+#include "pct.h"
 
 #define SIGV4_CHUNK_ALGORITHM   "AWS4-HMAC-SHA256-PAYLOAD"
 #define SIGV4_TRAILER_ALGORITHM "AWS4-HMAC-SHA256-TRAILER"
@@ -33,16 +36,18 @@ struct strbuf {
 	int failed;
 };
 
-static void strbuf_add(struct strbuf *b, const char *p, size_t n)
+/* Room for n more bytes plus the NUL (capacity doubles): where they go, or
+ * NULL once b has failed. */
+static char *strbuf_room(struct strbuf *b, size_t n)
 {
 	char *grown;
 	size_t want;
 
 	if (b->failed)
-		return;
+		return NULL;
 	if (n > SIZE_MAX / 2 - b->len - 1) {
 		b->failed = 1;
-		return;
+		return NULL;
 	}
 	want = b->len + n + 1;
 	if (want > b->cap) {
@@ -53,12 +58,21 @@ static void strbuf_add(struct strbuf *b, const char *p, size_t n)
 		grown = realloc(b->s, cap);
 		if (!grown) {
 			b->failed = 1;
-			return;
+			return NULL;
 		}
 		b->s = grown;
 		b->cap = cap;
 	}
-	memcpy(b->s + b->len, p, n);
+	return b->s + b->len;
+}
+
+static void strbuf_add(struct strbuf *b, const char *p, size_t n)
+{
+	char *at = strbuf_room(b, n);
+
+	if (!at)
+		return;
+	memcpy(at, p, n);
 	b->len += n;
 	b->s[b->len] = '\0';
 }
@@ -267,18 +281,6 @@ out:
 	return rc;
 }
 
-static void hex_encode(const unsigned char *bin, size_t len, char *hex)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		hex[2 * i] = digits[bin[i] >> 4];
-		hex[2 * i + 1] = digits[bin[i] & 0xf];
-	}
-	hex[2 * len] = '\0';
-}
-
 void sigv4_amz_date(time_t t, char out[17])
 {
 	struct tm tm;
@@ -302,43 +304,18 @@ void sigv4_sha256_hex(const void *data, size_t len, char hex[65])
 
 /* ---- encoding ------------------------------------------------------------ */
 
-static int is_unreserved(unsigned char c)
-{
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	       (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-	       c == '~';
-}
-
-static int hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
+/* Appends s[0..len) AWS-encoded (pct.h) to b. */
 static void uri_encode_into(struct strbuf *b, const char *s, size_t len,
 			    int encode_slash)
 {
-	static const char digits[] = "0123456789ABCDEF";
-	size_t i;
+	unsigned flags = encode_slash ? 0 : PCT_KEEP_SLASH;
+	size_t n = pct_encoded_len(s, len, flags);
+	char *at = strbuf_room(b, n);
 
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[3];
-
-		if (is_unreserved(c) || (c == '/' && !encode_slash)) {
-			strbuf_addc(b, (char)c);
-			continue;
-		}
-		esc[0] = '%';
-		esc[1] = digits[c >> 4];
-		esc[2] = digits[c & 0xf];
-		strbuf_add(b, esc, 3);
-	}
+	if (!at)
+		return;
+	pct_encode(s, len, flags, at, n + 1);
+	b->len += n;
 }
 
 char *sigv4_uri_encode(const char *s, size_t len, int encode_slash)
@@ -349,46 +326,6 @@ char *sigv4_uri_encode(const char *s, size_t len, int encode_slash)
 	return strbuf_take(&b);
 }
 
-/* Decodes %XY escapes of s[0..len) (and '+' as a space when plus_is_space)
- * into a malloc'd buffer *out of *outlen bytes (NUL-terminated too).
- * Returns 0, -1 on a malformed escape, -2 on ENOMEM. */
-static int percent_decode(const char *s, size_t len, int plus_is_space,
-			  char **out, size_t *outlen)
-{
-	char *dec;
-	size_t i, n = 0;
-
-	dec = malloc(len + 1);
-	if (!dec)
-		return -2;
-	for (i = 0; i < len; i++) {
-		if (s[i] == '%') {
-			int hi, lo;
-
-			if (i + 2 >= len) {
-				free(dec);
-				return -1;
-			}
-			hi = hex_value((unsigned char)s[i + 1]);
-			lo = hex_value((unsigned char)s[i + 2]);
-			if (hi < 0 || lo < 0) {
-				free(dec);
-				return -1;
-			}
-			dec[n++] = (char)(hi << 4 | lo);
-			i += 2;
-		} else if (s[i] == '+' && plus_is_space) {
-			dec[n++] = ' ';
-		} else {
-			dec[n++] = s[i];
-		}
-	}
-	dec[n] = '\0';
-	*out = dec;
-	*outlen = n;
-	return 0;
-}
-
 /* Decodes then re-encodes s[0..len) with AWS rules, appending to b.
  * Returns 0, -1 on a malformed escape, -2 on ENOMEM. */
 static int reencode_into(struct strbuf *b, const char *s, size_t len,
@@ -396,16 +333,15 @@ static int reencode_into(struct strbuf *b, const char *s, size_t len,
 {
 	char *dec = NULL;
 	size_t declen = 0;
-	int rc;
 
 	/* nothing to decode (the usual case): encode straight from s */
 	if (!memchr(s, '%', len) && !(plus_is_space && memchr(s, '+', len))) {
 		uri_encode_into(b, s, len, encode_slash);
 		return b->failed ? -2 : 0;
 	}
-	rc = percent_decode(s, len, plus_is_space, &dec, &declen);
-	if (rc)
-		return rc;
+	dec = pct_decode_dup(s, len, plus_is_space ? PCT_PLUS_SPACE : 0, &declen);
+	if (!dec)
+		return errno == ENOMEM ? -2 : -1;
 	uri_encode_into(b, dec, declen, encode_slash);
 	free(dec);
 	return b->failed ? -2 : 0;

@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 #include "wire/s3err.h"
 #include "token.h"
+#include "wire/pct.h"
 
 #define TSTORES_PER_THREAD 16
 
@@ -137,46 +138,6 @@ static int64_t mono_us(void)
 }
 
 /* ---- small helpers ---------------------------------------------------- */
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Percent-decodes s[0..len) into a malloc'd string; NULL on a NUL byte,
- * a bad escape or ENOMEM. */
-static char *pct_decode(const char *s, size_t len)
-{
-	char *out = malloc(len + 1);
-	size_t o = 0;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (c == '%') {
-			if (i + 2 >= len || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0)
-				goto bad;
-			c = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
-			i += 2;
-			if (c == '\0')
-				goto bad;
-		}
-		out[o++] = c;
-	}
-	out[o] = '\0';
-	return out;
-bad:
-	free(out);
-	return NULL;
-}
 
 static int is_star(const char *v)
 {
@@ -1124,7 +1085,7 @@ enum proxy_action fencing_on_request(struct proxy_req *req, void *arg)
 		memcpy(fr->bucket, path + 1, blen);
 		fr->bucket[blen] = '\0';
 		if (slash && slash[1]) {
-			fr->key = pct_decode(slash + 1, strlen(slash + 1));
+			fr->key = pct_decode_dup(slash + 1, strlen(slash + 1), PCT_NO_NUL, NULL);
 			if (!fr->key)
 				return reply_error(fr, 400, "InvalidURI",
 						   "the key is not valid percent-encoding", false, 0);

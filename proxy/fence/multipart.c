@@ -3,6 +3,8 @@
  * answers. It decides nothing: the fencing handler does. */
 #include "multipart.h"
 
+#include "wire/pct.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,17 +212,6 @@ int multipart_parse_upload_id(const char *xml, size_t len, char *out, size_t out
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int multipart_query_param(const char *query, const char *name, char *out, size_t outlen)
 {
 	size_t nlen = strlen(name);
@@ -241,8 +232,8 @@ int multipart_query_param(const char *query, const char *name, char *out, size_t
 			while (v < end) {
 				char c = *v;
 
-				if (c == '%' && end - v >= 3 && hexval(v[1]) >= 0 && hexval(v[2]) >= 0) {
-					c = (char)(hexval(v[1]) * 16 + hexval(v[2]));
+				if (c == '%' && end - v >= 3 && hex_value(v[1]) >= 0 && hex_value(v[2]) >= 0) {
+					c = (char)(hex_value(v[1]) * 16 + hex_value(v[2]));
 					v += 3;
 				} else {
 					if (c == '+')

@@ -25,6 +25,7 @@
 #include "http/jobs.h"
 #include "ops/log.h"
 #include "http/proxy.h"
+#include "wire/pct.h"
 #include "wire/s3err.h"
 #include "s3local.h"
 #include "lock/store.h"
@@ -177,47 +178,12 @@ static void call_fail(struct s3l_call *c, int status, const char *code, const ch
 	va_end(ap);
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes s[0..n) into a new NUL-terminated string; plus_space
  * turns '+' into ' ' (query strings). Returns NULL on a bad escape or an
  * encoded NUL (errno EINVAL) or ENOMEM. */
-static char *pct_decode(const char *s, size_t n, int plus_space)
+static char *s3_decode(const char *s, size_t n, int plus_space)
 {
-	char *out = malloc(n + 1), *o = out;
-	size_t i;
-
-	if (!out)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
-
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-				free(out);
-				errno = EINVAL;
-				return NULL;
-			}
-			*o++ = (char)(hi * 16 + lo);
-			i += 2;
-		} else if (plus_space && s[i] == '+') {
-			*o++ = ' ';
-		} else {
-			*o++ = s[i];
-		}
-	}
-	*o = '\0';
-	return out;
+	return pct_decode_dup(s, n, (plus_space ? PCT_PLUS_SPACE : 0) | PCT_NO_NUL, NULL);
 }
 
 /* 1 if s is well-formed UTF-8 (no overlongs, no surrogates). */
@@ -301,21 +267,11 @@ static void xml_text(struct evbuffer *b, const char *s)
  * characters and '/' kept). */
 static void url_text(struct evbuffer *b, const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	const unsigned char *p;
+	char *enc = pct_encode_dup(s, strlen(s), PCT_KEEP_SLASH);
 
-	for (p = (const unsigned char *)s; *p; p++) {
-		unsigned c = *p;
-
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-			evbuffer_add(b, p, 1);
-		} else {
-			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-
-			evbuffer_add(b, e, 3);
-		}
-	}
+	if (enc)
+		evbuffer_add(b, enc, strlen(enc));
+	free(enc);
 }
 
 /* <name>value</name>, value escaped, url-encoded first when asked. */
@@ -1087,10 +1043,10 @@ static int aws_chunked_decode(struct s3l_call *c)
 
 		if (!eol)
 			goto bad;
-		for (p = in; p < eol && hexval((unsigned char)*p) >= 0; p++) {
+		for (p = in; p < eol && hex_value((unsigned char)*p) >= 0; p++) {
 			if (size > (UINT64_MAX >> 4))
 				goto bad;
-			size = size * 16 + (uint64_t)hexval((unsigned char)*p);
+			size = size * 16 + (uint64_t)hex_value((unsigned char)*p);
 		}
 		if (p == in || (p < eol && *p != ';'))
 			goto bad;
@@ -1766,13 +1722,13 @@ static int query_parse(const char *s, struct query *q)
 		if (n) {
 			if (q->n == S3L_QUERY_MAX)
 				goto fail;
-			q->name[q->n] = pct_decode(s, eq ? (size_t)(eq - s) : n, 1);
+			q->name[q->n] = s3_decode(s, eq ? (size_t)(eq - s) : n, 1);
 			q->value[q->n] = NULL;
 			if (!q->name[q->n])
 				goto fail;
 			q->n++;
 			if (eq) {
-				q->value[q->n - 1] = pct_decode(eq + 1, n - (size_t)(eq + 1 - s), 1);
+				q->value[q->n - 1] = s3_decode(eq + 1, n - (size_t)(eq + 1 - s), 1);
 				if (!q->value[q->n - 1])
 					goto fail;
 			}
@@ -2110,7 +2066,7 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	slash = strchr(bstart, '/');
 	blen = slash ? (size_t)(slash - bstart) : strlen(bstart);
 	if (blen) {
-		bucket = pct_decode(bstart, blen, 0);
+		bucket = s3_decode(bstart, blen, 0);
 		if (!bucket) {
 			bad_request(req, 400, "InvalidURI", "the bucket name has a bad %-escape");
 			goto out;
@@ -2135,7 +2091,7 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	if (slash && slash[1]) {
 		size_t klen;
 
-		c->key = pct_decode(slash + 1, strlen(slash + 1), 0);
+		c->key = s3_decode(slash + 1, strlen(slash + 1), 0);
 		if (!c->key) {
 			bad_request(req, 400, "InvalidURI", "the key has a bad %-escape (or an encoded NUL)");
 			goto fail;

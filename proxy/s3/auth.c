@@ -5,6 +5,7 @@
  * caller passes the time and a secret lookup, and decides what an anonymous
  * request may do. aws-chunked bodies are checked by awschunked.c. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "auth.h"
 #include "http/front.h"
+#include "wire/pct.h"
 #include "wire/sigv4.h"
 
 #define AUTH_SIGNED_MAX 64   /* names in SignedHeaders */
@@ -315,43 +317,13 @@ static const char *parse_authorization(const char *value, struct sigparams *sp)
 
 /* ---- query parameters ------------------------------------------------------ */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* Decodes s[0..n) (%XY, '+' = space) into a malloc'd string. Returns NULL on
  * ENOMEM or a bad escape (*bad = 1). */
 static char *query_decode(const char *s, size_t n, int *bad)
 {
-	char *out = malloc(n + 1);
-	size_t i, o = 0;
+	char *out = pct_decode_dup(s, n, PCT_PLUS_SPACE, NULL);
 
-	*bad = 0;
-	if (!out)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
-
-			if (hi < 0 || lo < 0) {
-				free(out);
-				*bad = 1;
-				return NULL;
-			}
-			out[o++] = (char)(hi << 4 | lo);
-			i += 2;
-		} else {
-			out[o++] = s[i] == '+' ? ' ' : s[i];
-		}
-	}
-	out[o] = '\0';
+	*bad = !out && errno == EINVAL;
 	return out;
 }
 

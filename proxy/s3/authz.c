@@ -17,6 +17,7 @@
 #include "awschunked.h"
 #include "lock/lock.h"
 #include "ops/log.h"
+#include "wire/pct.h"
 
 #define AUTHZ_PATH_MAX 8192
 
@@ -117,32 +118,6 @@ static enum proxy_action refuse(struct authz *a, struct proxy_req *req, int stat
 	return PROXY_HANDLED;
 }
 
-/* Percent-decodes src[0..len) into out; '+' stays '+'. Returns 0 or -1. */
-static int pct_decode(const char *src, size_t len, char *out, size_t outlen)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		int c = (unsigned char)src[i];
-
-		if (c == '%') {
-			unsigned v;
-
-			if (i + 2 >= len || !isxdigit((unsigned char)src[i + 1]) ||
-			    !isxdigit((unsigned char)src[i + 2]) ||
-			    sscanf(src + i + 1, "%2x", &v) != 1 || v == 0)
-				return -1;
-			c = (int)v;
-			i += 2;
-		}
-		if (o + 1 >= outlen)
-			return -1;
-		out[o++] = (char)c;
-	}
-	out[o] = '\0';
-	return 0;
-}
-
 /* The value of query parameter name, decoded, into out; "" when absent. */
 static int query_param(const char *query, const char *name, char *out, size_t outlen)
 {
@@ -155,7 +130,7 @@ static int query_param(const char *query, const char *name, char *out, size_t ou
 		size_t len = amp ? (size_t)(amp - s) : strlen(s);
 
 		if (len > nlen && strncmp(s, name, nlen) == 0 && s[nlen] == '=')
-			return pct_decode(s + nlen + 1, len - nlen - 1, out, outlen);
+			return pct_decode(s + nlen + 1, len - nlen - 1, PCT_NO_NUL, out, outlen) < 0 ? -1 : 0;
 		s = amp ? amp + 1 : s + len;
 	}
 	return 0;

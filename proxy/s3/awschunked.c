@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 
 #include "awschunked.h"
+#include "wire/pct.h"
 #include "wire/sigv4.h"
 
 /* ---- CRCs -------------------------------------------------------------- */
@@ -298,17 +299,6 @@ static enum awschunked_status end_chunk(struct awschunked *d)
 	return AWSCHUNKED_MORE;
 }
 
-static int hexdigit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A complete chunk header line (CRLF stripped). */
 static enum awschunked_status chunk_header(struct awschunked *d)
 {
@@ -316,10 +306,10 @@ static enum awschunked_status chunk_header(struct awschunked *d)
 	uint64_t size = 0;
 	size_t digits = 0;
 
-	for (; hexdigit(*p) >= 0; p++, digits++) {
+	for (; hex_value(*p) >= 0; p++, digits++) {
 		if (size >> 56)
 			return fail(d, 400, "InvalidChunkSizeError", "the chunk size is too large");
-		size = size << 4 | (uint64_t)hexdigit(*p);
+		size = size << 4 | (uint64_t)hex_value(*p);
 	}
 	if (digits == 0 || (*p && *p != ';'))
 		return fail(d, 400, "InvalidChunkSizeError",
