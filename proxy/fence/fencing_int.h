@@ -1,0 +1,161 @@
+/* fencing_int.h — what the fencing handler's files share (fencing.c, the
+ * common request path; fencing_s3.c, S3 mode and the object CAS;
+ * fencing_guard.c, lock-file writes through the S3 API; fencing_http.c,
+ * HTTP mode and the epoch barrier). Not a public interface: fencing.h is.
+ *
+ * One struct freq per request, owned by the request (its ctx, freed with
+ * it); every callback that resumes a request goes through
+ * fencing_continue() or proxy_req_resume() exactly once. */
+#ifndef FENCE_FENCING_INT_H
+#define FENCE_FENCING_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "barrier.h"
+#include "fence.h"
+#include "fencing.h"
+#include "multipart.h"
+#include "objcache.h"
+#include "token.h"
+
+/* Per worker thread: stores (one per bucket) for object HEADs. */
+#define TSTORES_PER_THREAD 16
+
+struct tstore {
+	char bucket[LOCKREG_BUCKET_MAX + 1];
+	struct store *st;
+	unsigned long used;
+};
+
+struct fencing {
+	struct lockreg *locks;
+	struct jobs *jobs;
+	int nthreads;
+	struct fencegate_metrics *metrics;
+	struct metrics_family *upstream_requests; /* fencegate_upstream_requests_total{kind} */
+	char *s3_endpoint;
+	char *region;
+	struct objcache *objects;
+	struct multipart_table *uploads;
+	int max_cas_retries;
+	FILE *access_log;
+	struct tstore *tstores;        /* nthreads rows of TSTORES_PER_THREAD */
+	unsigned long upstream_count;
+	/* HTTP mode */
+	bool http_mode;
+	struct event_base *base;
+	long barrier_timeout_ms;
+	struct policy *policy;         /* NULL: no config (lock from X-Fencing-Lock) */
+};
+
+enum op_kind {
+	OP_READ = 0,
+	OP_PUT,              /* PutObject */
+	OP_COPY,             /* CopyObject (PUT with x-amz-copy-source) */
+	OP_CREATE_MPU,       /* POST ?uploads */
+	OP_UPLOAD_PART,      /* PUT ?partNumber&uploadId (also UploadPartCopy) */
+	OP_COMPLETE_MPU,     /* POST ?uploadId */
+	OP_ABORT_MPU,        /* DELETE ?uploadId */
+	OP_DELETE,           /* DeleteObject */
+	OP_OTHER_WRITE,      /* tagging, ACLs, multi-object delete, ...: lock-level only */
+	OP_LOCK_FILE,        /* a write to a key under the lock's prefix */
+};
+
+/* One request's fencing state (the req's ctx). */
+struct freq {
+	struct fencing *f;
+	struct proxy_req *req;
+	enum op_kind kind;
+	char bucket[LOCKREG_BUCKET_MAX + 1];
+	char *key;                   /* percent-decoded, NULL for bucket-level */
+	struct lockreg_entry *lock;
+	struct token token;
+	uint64_t epoch;              /* T, once known */
+	enum fence_tri lock_file_exists;
+	bool lookup_released;
+	bool lookup_lapsed;
+	int cache_hit;               /* objcache lookup of step_decide: 1 hit */
+	struct objcache_entry cached;
+	bool client_inm;             /* client sent If-None-Match: * */
+	char client_if_match[STORE_ETAG_MAX];
+	char upload_id[MULTIPART_ID_MAX];
+	int cas_resends;
+	bool our_condition;          /* the forwarded condition is ours */
+	bool cond_if_match;          /* ours is If-Match (else If-None-Match *) */
+	/* object HEAD result */
+	int head_found;              /* 1, 0, -1 failure */
+	char head_etag[STORE_ETAG_MAX];
+	uint64_t head_epoch;
+	char head_err[256];
+	/* lock-file guard */
+	bool copy_or_multipart;      /* copy source, ?uploads, ?uploadId on a lock key */
+	char *body;
+	size_t body_len;
+	bool body_too_big;
+	/* multipart answer capture */
+	char *resp_body;
+	size_t resp_len;
+	/* HTTP mode (key holds the request path, for the log) and routes */
+	unsigned fenced_methods;       /* the route's; 0: FENCE_METHODS_DEFAULT */
+	bool strict;                   /* the route is strict */
+	struct barrier_waiter waiter;  /* queued in lock->barrier while waiting */
+	bool barrier_waiting;          /* waiter is queued or on the ready list */
+	bool barrier_counted;          /* forwarded: counts in flight until done */
+	struct event *barrier_timer;
+	/* log */
+	const char *verdict;
+	bool has_current;
+	uint64_t current;
+	int64_t t_start_ms;
+	int64_t t_forward_us;
+};
+
+static inline bool fencing_kind_has_object_cas(enum op_kind k)
+{
+	return k == OP_PUT || k == OP_COPY || k == OP_COMPLETE_MPU || k == OP_DELETE;
+}
+
+/* ---- fencing.c: the common path ---------------------------------------- */
+
+int64_t fencing_mono_us(void);
+void fencing_count_upstream(struct fencing *f, const char *kind);
+/* Answers an error (S3 XML, or JSON in HTTP mode; CurrentEpoch and
+ * X-Fencing-Epoch when has_epoch). Returns PROXY_HANDLED; fr may be gone. */
+enum proxy_action fencing_reply_error(struct freq *fr, int status, const char *code,
+				      const char *message, bool has_epoch, uint64_t epoch);
+/* Continues a suspended request with the action a step returned. */
+void fencing_continue(struct freq *fr, enum proxy_action act);
+/* lockreg_when_current's callback: the lock is loaded, decide. */
+void fencing_loaded_cb(struct lockreg_entry *e, int ok, void *arg);
+/* Runs fence_decide with what is known; looks up, rejects or goes on to
+ * the mode's next step (the object CAS, or the barrier). */
+enum proxy_action fencing_step_decide(struct freq *fr);
+/* The token from every X-Fencing-Token / x-amz-meta-fencing-token line. */
+struct token fencing_read_token(struct proxy_req *req);
+
+/* ---- fencing_s3.c: S3 mode ---------------------------------------------- */
+
+/* The S3 request path after the common set-up: classify, find the lock,
+ * guard lock files, decide. */
+enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr);
+/* Sets the upstream condition for an allowed write (HEAD when needed). */
+enum proxy_action fencing_step_cas(struct freq *fr);
+/* After a relayed CreateMultipartUpload: remember upload id -> epoch. */
+void fencing_record_upload(struct freq *fr);
+
+/* ---- fencing_guard.c: lock files through the S3 API --------------------- */
+
+/* Reads the (bounded) body and lets the lock-file guard decide and perform
+ * the write. Returns PROXY_HANDLED (replied, or replies later). */
+enum proxy_action fencing_guard_start(struct freq *fr);
+
+/* ---- fencing_http.c: HTTP mode ------------------------------------------ */
+
+enum proxy_action fencing_http_on_request(struct fencing *f, struct freq *fr);
+/* The write was decided FORWARD: pass the lock's epoch barrier. */
+enum proxy_action fencing_http_admit(struct freq *fr);
+/* The request is over: a forwarded write no longer holds the barrier. */
+void fencing_http_done(struct freq *fr);
+
+#endif
