@@ -1,8 +1,24 @@
 #!/bin/sh
 # Installs the Debian packages fencegate needs to build and test, only those
 # that are missing. Run by `make` before it builds; safe to run again.
+# The test set also installs the JavaScript SDK the client suite drives
+# (tests/js/package.json, unpinned) into tests/js/node_modules with npm.
 # Usage: deploy/install-deps.sh [build|test|bench]
 set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+# The AWS SDK for JavaScript (tests/js) when it is not installed yet. npm
+# comes with Debian's nodejs/npm packages (or a node build that bundles it).
+js_sdk() {
+	[ -d "$here/tests/js/node_modules/@aws-sdk/client-s3" ] &&
+		[ -d "$here/tests/js/node_modules/@aws-sdk/lib-storage" ] && return 0
+	echo "install-deps: installing the AWS SDK for JavaScript into tests/js (npm)" >&2
+	if ! (cd "$here/tests/js" && npm install --no-audit --no-fund \
+		--no-package-lock --loglevel=error >&2); then
+		echo "install-deps: 'npm install' in tests/js failed (no network to the npm registry?)" >&2
+		exit 1
+	fi
+}
 
 build="gcc make pkg-config libevent-dev libcurl4-openssl-dev libssl-dev
 libcjson-dev libexpat1-dev libhttp-parser-dev"
@@ -10,6 +26,9 @@ test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone"
 bench="nginx-light haproxy wrk"
 
 want=$build
+# npm: only when no npm is on PATH (a node build that bundles npm conflicts
+# with Debian's npm package)
+command -v npm >/dev/null 2>&1 || test="$test nodejs npm"
 case "${1:-build}" in
 build) ;;
 test) want="$build $test" ;;
@@ -25,7 +44,10 @@ for p in $want; do
 	*) missing="$missing $p" ;;
 	esac
 done
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+	[ "${1:-build}" = build ] || js_sdk
+	exit 0
+fi
 
 echo "install-deps: installing missing Debian packages:$missing" >&2
 if [ "$(id -u)" != 0 ]; then
@@ -50,3 +72,4 @@ if ! $SUDO apt-get install -y --no-install-recommends $missing >/dev/null 2>&1; 
 		exit 1
 	fi
 fi
+[ "${1:-build}" = build ] || js_sdk
