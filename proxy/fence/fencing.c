@@ -151,9 +151,9 @@ static void lookup_cb(struct lockreg_entry *e, const struct lockreg_lookup *res,
 	fencing_continue(fr, fencing_step_decide(fr));
 }
 
-static bool kind_stamps(enum op_kind k)
+static bool kind_stamps(enum s3_class k)
 {
-	return k == OP_PUT || k == OP_COPY || k == OP_CREATE_MPU;
+	return k == S3_OBJECT_PUT || k == S3_OBJECT_COPY || k == S3_MPU_CREATE;
 }
 
 enum proxy_action fencing_step_decide(struct freq *fr)
@@ -212,7 +212,7 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 			    (double)lk->high_water);
 	if (f->http_mode)
 		return fencing_http_admit(fr);
-	if (fr->kind == OP_UPLOAD_PART || fr->kind == OP_ABORT_MPU || fr->kind == OP_OTHER_WRITE)
+	if (fr->kind == S3_MPU_PART || fr->kind == S3_MPU_ABORT || fr->kind == S3_OBJECT_ATTR)
 		return PROXY_PASS;
 	if (kind_stamps(fr->kind)) {
 		char num[24];
@@ -224,7 +224,7 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	}
 	if (!f->s3_endpoint) {
 		/* embedded: s3local does the object CAS (s3local.h contract) */
-		if (fr->kind == OP_DELETE) {
+		if (fr->kind == S3_OBJECT_DELETE) {
 			char num[24];
 
 			snprintf(num, sizeof(num), "%" PRIu64, t);
@@ -234,7 +234,7 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 		}
 		return PROXY_PASS;
 	}
-	if (fr->kind == OP_CREATE_MPU)
+	if (fr->kind == S3_MPU_CREATE)
 		return PROXY_PASS;
 	return fencing_step_cas(fr);
 }
@@ -324,7 +324,7 @@ static void req_done(const struct proxy_summary *s, void *arg)
 	struct freq *fr = arg;
 
 	fencing_http_done(fr);
-	if (fr->kind == OP_CREATE_MPU && s->outcome == PROXY_OUT_UPSTREAM &&
+	if (fr->kind == S3_MPU_CREATE && s->outcome == PROXY_OUT_UPSTREAM &&
 	    s->status >= 200 && s->status < 300)
 		fencing_record_upload(fr);
 

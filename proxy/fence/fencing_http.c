@@ -259,7 +259,7 @@ enum proxy_action fencing_http_on_request(struct fencing *f, struct freq *fr)
 	int r;
 
 	(void)f;
-	fr->kind = OP_OTHER_WRITE;
+	fr->kind = S3_OBJECT_ATTR; /* lock level only: no object CAS */
 	fr->key = strdup(proxy_req_path(req));
 	if (!fr->key)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);

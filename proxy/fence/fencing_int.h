@@ -17,6 +17,7 @@
 #include "fencing.h"
 #include "multipart.h"
 #include "objcache.h"
+#include "s3/s3req.h"
 #include "token.h"
 
 /* Per worker thread: stores (one per bucket) for object HEADs. */
@@ -49,24 +50,15 @@ struct fencing {
 	struct policy *policy;         /* NULL: no config (lock from X-Fencing-Lock) */
 };
 
-enum op_kind {
-	OP_READ = 0,
-	OP_PUT,              /* PutObject */
-	OP_COPY,             /* CopyObject (PUT with x-amz-copy-source) */
-	OP_CREATE_MPU,       /* POST ?uploads */
-	OP_UPLOAD_PART,      /* PUT ?partNumber&uploadId (also UploadPartCopy) */
-	OP_COMPLETE_MPU,     /* POST ?uploadId */
-	OP_ABORT_MPU,        /* DELETE ?uploadId */
-	OP_DELETE,           /* DeleteObject */
-	OP_OTHER_WRITE,      /* tagging, ACLs, multi-object delete, ...: lock-level only */
-	OP_LOCK_FILE,        /* a write to a key under the lock's prefix */
-};
-
 /* One request's fencing state (the req's ctx). */
 struct freq {
 	struct fencing *f;
 	struct proxy_req *req;
-	enum op_kind kind;
+	enum s3_class kind;          /* the S3 operation's class (HTTP mode:
+				      * S3_OBJECT_ATTR, lock level only) */
+	bool lock_file;              /* a write to a key under the lock's prefix */
+	char header_lock[TOKEN_LOCK_NAME_MAX + 2];  /* X-Fencing-Lock as sent, "" none */
+	char meta_lock[TOKEN_LOCK_NAME_MAX + 2];    /* x-amz-meta-fencing-lock, "" none */
 	char bucket[LOCKREG_BUCKET_MAX + 1];
 	char *key;                   /* percent-decoded, NULL for bucket-level */
 	struct lockreg_entry *lock;
@@ -111,9 +103,9 @@ struct freq {
 	int64_t t_forward_us;
 };
 
-static inline bool fencing_kind_has_object_cas(enum op_kind k)
+static inline bool fencing_kind_has_object_cas(enum s3_class k)
 {
-	return k == OP_PUT || k == OP_COPY || k == OP_COMPLETE_MPU || k == OP_DELETE;
+	return k == S3_OBJECT_PUT || k == S3_OBJECT_COPY || k == S3_MPU_COMPLETE || k == S3_OBJECT_DELETE;
 }
 
 /* ---- fencing.c: the common path ---------------------------------------- */
@@ -143,6 +135,11 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr);
 enum proxy_action fencing_step_cas(struct freq *fr);
 /* After a relayed CreateMultipartUpload: remember upload id -> epoch. */
 void fencing_record_upload(struct freq *fr);
+
+/* ---- fencing_delete.c: DeleteObjects ----------------------------------- */
+
+/* POST /{bucket}?delete on a fenced bucket: the keys are in the body. */
+enum proxy_action fencing_delete_start(struct freq *fr);
 
 /* ---- fencing_guard.c: lock files through the S3 API --------------------- */
 

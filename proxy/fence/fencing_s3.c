@@ -17,7 +17,7 @@
 #include "lockkey.h"
 #include "ops/log.h"
 #include "policy/policy.h"
-#include "wire/pct.h"
+#include "s3/s3req.h"
 
 static int is_star(const char *v)
 {
@@ -211,7 +211,7 @@ static enum proxy_action cas_after_head(struct freq *fr, int after_response)
 	if (fr->head_found)
 		objcache_put(f->objects, fr->bucket, fr->key, fr->head_etag, fr->head_epoch);
 	if (after_response) {
-		if (!fr->head_found && fr->kind == OP_DELETE) {
+		if (!fr->head_found && fr->kind == S3_OBJECT_DELETE) {
 			proxy_req_reply(fr->req, 204, NULL, NULL, NULL, 0);
 			return PROXY_HANDLED;
 		}
@@ -231,7 +231,7 @@ static enum proxy_action cas_after_head(struct freq *fr, int after_response)
 		       ? (after_response ? PROXY_FORWARD : PROXY_PASS) : PROXY_HANDLED;
 	}
 	if (!fr->head_found) {
-		if (fr->kind == OP_DELETE) {
+		if (fr->kind == S3_OBJECT_DELETE) {
 			/* S3 answers 204 to a DELETE of a missing key; an
 			 * unconditional DELETE could remove an object a newer
 			 * epoch creates meanwhile, so answer it here */
@@ -299,25 +299,25 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 	int status = proxy_req_resp_status(req);
 	const char *etag;
 
-	fencing_count_upstream(f, fr->kind == OP_READ ? "read" : "write");
+	fencing_count_upstream(f, fr->kind == S3_READ ? "read" : "write");
 	observe_latency(fr);
-	if (fr->kind == OP_READ)
+	if (fr->kind == S3_READ)
 		return PROXY_RESP_RELAY;
 	if (status >= 200 && status < 300) {
-		if (fr->kind == OP_PUT && (etag = proxy_req_resp_header(req, "ETag")) && *etag)
+		if (fr->kind == S3_OBJECT_PUT && (etag = proxy_req_resp_header(req, "ETag")) && *etag)
 			objcache_put(f->objects, fr->bucket, fr->key, etag, fr->epoch);
 		else if (fr->key && fencing_kind_has_object_cas(fr->kind))
 			objcache_invalidate(f->objects, fr->bucket, fr->key);
-		if (fr->kind == OP_COMPLETE_MPU || fr->kind == OP_ABORT_MPU)
+		if (fr->kind == S3_MPU_COMPLETE || fr->kind == S3_MPU_ABORT)
 			multipart_remove(f->uploads, fr->upload_id);
-		if (fr->kind == OP_CREATE_MPU)
+		if (fr->kind == S3_MPU_CREATE)
 			proxy_req_on_resp_body(req, capture_body, fr);
 		return PROXY_RESP_RELAY;
 	}
 	if (!fr->key || !fencing_kind_has_object_cas(fr->kind))
 		return PROXY_RESP_RELAY;
 	objcache_invalidate(f->objects, fr->bucket, fr->key);
-	if (status == 404 && fr->kind == OP_DELETE && fr->our_condition) {
+	if (status == 404 && fr->kind == S3_OBJECT_DELETE && fr->our_condition) {
 		/* the object vanished under our If-Match: deleted is deleted */
 		proxy_req_reply(req, 204, NULL, NULL, NULL, 0);
 		return PROXY_RESP_REPLACED;
@@ -332,67 +332,53 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 	return PROXY_RESP_SUSPEND;
 }
 
-/* ---- classification ----------------------------------------------------- */
+/* ---- the request ------------------------------------------------------- */
 
-/* 1 if the query names an S3 sub-resource (?tagging, ?acl, ?versionId,
- * ...); parameters that do not change the operation -- "x-id" (added by
- * AWS SDK v3) and presigned-URL authentication (X-Amz-*, and SigV2's
- * AWSAccessKeyId/Signature/Expires) -- are ignored. */
-static int has_subresource(const char *query)
+/* Headers the proxy owns (DESIGN.md "Fail closed"; s3local.h's contract):
+ * a client may not set an object's fencing epoch, nor speak to the
+ * embedded store for the proxy. The token and the lock name are taken
+ * from the request here and not forwarded as metadata: the stamp is the
+ * object's only fencing metadata. Returns 0, or -1 after refusing. */
+static int strip_owned_headers(struct freq *fr)
 {
-	const char *s = query;
+	static const char *const owned[] = {
+		"x-amz-meta-fencing-token", "x-amz-meta-fencing-lock", "X-Fencing-Token",
+		"X-Fencing-Lock", "X-Fencing-Epoch-Check", "X-Fencing-Epoch-Current",
+		"X-Fencing-Hidden-Prefix",
+	};
+	struct proxy_req *req = fr->req;
+	const char *v;
 
-	if (!query)
-		return 0;
-	while (*s) {
-		size_t plen = strcspn(s, "&");
-		size_t nlen = strcspn(s, "=&");
-
-		if (nlen > 0 && !(nlen == 4 && strncasecmp(s, "x-id", 4) == 0) &&
-		    !(nlen > 6 && strncasecmp(s, "X-Amz-", 6) == 0) &&
-		    !(nlen == 14 && strncmp(s, "AWSAccessKeyId", 14) == 0) &&
-		    !(nlen == 9 && strncmp(s, "Signature", 9) == 0) &&
-		    !(nlen == 7 && strncmp(s, "Expires", 7) == 0))
-			return 1;
-		s += plen;
-		if (*s == '&')
-			s++;
+	if (proxy_req_header(req, "x-amz-meta-fencing-epoch")) {
+		fr->verdict = "refused";
+		fencing_reply_error(fr, 400, "InvalidArgument",
+				    "x-amz-meta-fencing-epoch is set by the proxy, never by a client",
+				    false, 0);
+		return -1;
 	}
+	fr->token = fencing_read_token(req);
+	v = proxy_req_header(req, "x-amz-meta-fencing-lock");
+	if (v && strlen(v) >= sizeof(fr->meta_lock)) {
+		fr->verdict = "refused";
+		fencing_reply_error(fr, 400, "InvalidFencingLock", "the lock name is too long",
+				    false, 0);
+		return -1;
+	}
+	snprintf(fr->meta_lock, sizeof(fr->meta_lock), "%s", v ? v : "");
+	v = proxy_req_header(req, "X-Fencing-Lock");
+	if (v && strlen(v) >= sizeof(fr->header_lock)) {
+		fr->verdict = "refused";
+		fencing_reply_error(fr, 400, "InvalidFencingLock", "the lock name is too long",
+				    false, 0);
+		return -1;
+	}
+	snprintf(fr->header_lock, sizeof(fr->header_lock), "%s", v ? v : "");
+	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+		if (proxy_req_set_header(req, owned[i], NULL) < 0) {
+			fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+			return -1;
+		}
 	return 0;
-}
-
-static enum op_kind classify(struct freq *fr, const char *method, const char *query)
-{
-	char tmp[8];
-	int has_upload_id = multipart_query_param(query, "uploadId", fr->upload_id,
-						  sizeof(fr->upload_id)) == 1;
-
-	if (!(method_bit(method) & FENCE_METHODS_DEFAULT))
-		return OP_READ;
-	if (!fr->key)
-		return OP_OTHER_WRITE; /* bucket-level: multi-object delete etc. */
-	if (strcmp(method, "PUT") == 0) {
-		if (has_upload_id)
-			return OP_UPLOAD_PART;
-		if (has_subresource(query))
-			return OP_OTHER_WRITE; /* ?tagging, ?acl, ?retention ... */
-		return proxy_req_header(fr->req, "x-amz-copy-source") ? OP_COPY : OP_PUT;
-	}
-	if (strcmp(method, "POST") == 0) {
-		if (multipart_query_param(query, "uploads", tmp, sizeof(tmp)) == 1)
-			return OP_CREATE_MPU;
-		if (has_upload_id)
-			return OP_COMPLETE_MPU;
-		return OP_OTHER_WRITE;
-	}
-	if (strcmp(method, "DELETE") == 0) {
-		if (has_upload_id)
-			return OP_ABORT_MPU;
-		if (has_subresource(query))
-			return OP_OTHER_WRITE; /* ?versionId, ?tagging */
-		return OP_DELETE;
-	}
-	return OP_OTHER_WRITE;
 }
 
 /* 1 if the lock's files live in bucket (so keys under its prefix there are
@@ -431,8 +417,8 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 		fencing_reply_error(fr, 400, "InvalidURI", "the path is not a valid request path", false, 0);
 		return NULL;
 	}
-	ls = token_lock_from_request(proxy_req_header(req, "X-Fencing-Lock"),
-				     proxy_req_header(req, "x-amz-meta-fencing-lock"), name,
+	ls = token_lock_from_request((fr->header_lock[0] ? fr->header_lock : NULL),
+				     fr->meta_lock[0] ? fr->meta_lock : NULL, name,
 				     sizeof(name));
 	if (ls == TOKEN_LOCK_INVALID || ls == TOKEN_LOCK_CONFLICT) {
 		fr->verdict = "refused";
@@ -499,62 +485,44 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 {
 	struct proxy_req *req = fr->req;
-	const char *path = proxy_req_path(req);
-	const char *method = proxy_req_method(req);
-	const char *query = proxy_req_query(req);
-	const char *slash, *v;
-	size_t blen;
+	const struct s3req *m = s3req_of(req);
+	const char *v;
 	const char *why = NULL;
 	char lockname[TOKEN_LOCK_NAME_MAX + 1];
 	enum token_lock_status ls;
 	int r;
 
+	if (!m)
+		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	if (f->s3_endpoint)
 		proxy_req_on_response(req, on_response, fr);
-
-	/* /{bucket}/{key} */
-	if (path[0] == '/') {
-		slash = strchr(path + 1, '/');
-		blen = slash ? (size_t)(slash - path - 1) : strlen(path + 1);
-		if (blen >= sizeof(fr->bucket)) {
-			fr->verdict = "refused";
-			return fencing_reply_error(fr, 400, "InvalidBucketName",
-					   "a bucket name is at most 63 characters", false, 0);
-		}
-		memcpy(fr->bucket, path + 1, blen);
-		fr->bucket[blen] = '\0';
-		if (slash && slash[1]) {
-			fr->key = pct_decode_dup(slash + 1, strlen(slash + 1), PCT_NO_NUL, NULL);
-			if (!fr->key)
-				return fencing_reply_error(fr, 400, "InvalidURI",
-						   "the key is not valid percent-encoding", false, 0);
-		}
+	snprintf(fr->bucket, sizeof(fr->bucket), "%s", m->bucket);
+	if (m->key && !(fr->key = strdup(m->key)))
+		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+	fr->kind = m->cls;
+	if (m->cls == S3_REFUSED) {
+		fr->verdict = "refused";
+		log_info("request \"%s\": refused: \"%s\"", proxy_req_id(req), m->message);
+		return fencing_reply_error(fr, m->status, m->code, m->message, false, 0);
 	}
-	fr->kind = classify(fr, method, query);
-	if (fr->kind == OP_READ) {
+	if (m->cls == S3_READ) {
 		fr->verdict = fence_strverdict(FENCE_READ_PASS);
 		return PROXY_PASS;
 	}
-	if (!fr->bucket[0]) {
-		fr->verdict = "refused";
-		return fencing_reply_error(fr, 405, "MethodNotAllowed", "writes need /{bucket}/{key}",
-				   false, 0);
-	}
-	if (!fr->key && !(strcmp(method, "POST") == 0 && query &&
-			  multipart_query_param(query, "delete", lockname, sizeof(lockname)) == 1)) {
+	if (strip_owned_headers(fr) < 0)
+		return PROXY_HANDLED;
+	if (m->cls == S3_BUCKET_WRITE || m->cls == S3_BUCKET_CONFIG) {
 		/* bucket administration (create, delete when empty,
-		 * configuration) is not guarded by the bucket's lock */
+		 * configuration) is not guarded by a lock; authz asks for
+		 * "write" or "admin" */
 		fr->verdict = "unfenced";
 		return PROXY_PASS;
 	}
-	if (!fr->key) {
-		/* POST /{bucket}?delete: the keys are in the body, so neither the
-		 * lock-file guard nor the per-object CAS could see them */
-		fr->verdict = "refused";
-		return fencing_reply_error(fr, 501, "NotImplemented",
-				   "multi-object delete is not fenced object by object; delete "
-				   "keys one at a time (each DELETE is compare-and-swapped)",
-				   false, 0);
+	if (m->upload_id) {
+		if (strlen(m->upload_id) >= sizeof(fr->upload_id))
+			return fencing_reply_error(fr, 400, "InvalidArgument",
+						   "the upload id is too long", false, 0);
+		snprintf(fr->upload_id, sizeof(fr->upload_id), "%s", m->upload_id);
 	}
 	if (!lockreg_bucket_valid(fr->bucket))
 		return fencing_reply_error(fr, 400, "InvalidBucketName", "not a valid S3 bucket name",
@@ -573,8 +541,8 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 					   why && strcmp(why, "full") == 0 ? "too many locks in use"
 									   : "cannot track this lock",
 					   false, 0);
-		ls = token_lock_from_request(proxy_req_header(req, "X-Fencing-Lock"),
-					     proxy_req_header(req, "x-amz-meta-fencing-lock"),
+		ls = token_lock_from_request((fr->header_lock[0] ? fr->header_lock : NULL),
+					     fr->meta_lock[0] ? fr->meta_lock : NULL,
 					     lockname, sizeof(lockname));
 		if (ls == TOKEN_LOCK_INVALID || ls == TOKEN_LOCK_CONFLICT ||
 		    (ls == TOKEN_LOCK_OK && strcmp(lockname, fr->lock->name) != 0))
@@ -585,15 +553,16 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 
 	if (fr->key && store_in_bucket(fr->lock, fr->bucket) &&
 	    lockkey_classify(fr->key, fr->lock->prefix, NULL) != LOCKKEY_NOT_LOCK) {
-		fr->copy_or_multipart = proxy_req_header(req, "x-amz-copy-source") != NULL ||
-					fr->kind == OP_CREATE_MPU || fr->kind == OP_UPLOAD_PART ||
-					fr->kind == OP_COMPLETE_MPU || fr->kind == OP_ABORT_MPU;
-		fr->kind = OP_LOCK_FILE;
+		/* only plain PutObject and DeleteObject are lock-protocol
+		 * operations; the guard refuses everything else */
+		fr->copy_or_multipart = fr->kind != S3_OBJECT_PUT && fr->kind != S3_OBJECT_DELETE;
+		fr->lock_file = true;
 		lockreg_touch(fr->lock);
 		return fencing_guard_start(fr);
 	}
+	if (fr->kind == S3_DELETE_OBJECTS)
+		return fencing_delete_start(fr);
 
-	fr->token = fencing_read_token(req);
 	v = proxy_req_header(req, "If-None-Match");
 	if (v) {
 		if (!is_star(v))
@@ -607,7 +576,7 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 	if (fr->client_inm && fr->client_if_match[0])
 		return fencing_reply_error(fr, 400, "InvalidArgument",
 				   "If-Match and If-None-Match together", false, 0);
-	if (fr->kind == OP_COPY) {
+	if (fr->kind == S3_OBJECT_COPY) {
 		v = proxy_req_header(req, "x-amz-metadata-directive");
 		if (!v || strcasecmp(v, "REPLACE") != 0)
 			return fencing_reply_error(fr, 400, "InvalidRequest",
@@ -615,7 +584,7 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 					   "REPLACE (the copy must carry its own fencing epoch)",
 					   false, 0);
 	}
-	if (fr->kind == OP_UPLOAD_PART || fr->kind == OP_COMPLETE_MPU || fr->kind == OP_ABORT_MPU) {
+	if (fr->kind == S3_MPU_PART || fr->kind == S3_MPU_COMPLETE || fr->kind == S3_MPU_ABORT) {
 		struct multipart_upload u;
 		int known = multipart_get(f->uploads, fr->upload_id, &u);
 

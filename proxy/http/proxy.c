@@ -109,6 +109,8 @@ struct proxy_req {
 	void *drain_arg;
 	void *ctx;
 	void (*ctx_free)(void *ctx);
+	void *model;                 /* a protocol layer's parse of the request */
+	void (*model_free)(void *model);
 
 	/* body filter (proxy_req_set_body_filter): client bytes go through it;
 	 * what it emits is the body everyone downstream sees */
@@ -157,6 +159,8 @@ static void req_put(struct proxy_req *req)
 		return;
 	if (req->ctx_free)
 		req->ctx_free(req->ctx);
+	if (req->model_free)
+		req->model_free(req->model);
 	if (req->has_filter && req->filter.free_fn)
 		req->filter.free_fn(req->filter.arg);
 	front_msg_free(req->msg);
@@ -1182,6 +1186,19 @@ void proxy_req_set_ctx(struct proxy_req *req, void *ctx, void (*free_fn)(void *)
 void *proxy_req_ctx(const struct proxy_req *req)
 {
 	return req->ctx;
+}
+
+void proxy_req_set_model(struct proxy_req *req, void *model, void (*free_fn)(void *))
+{
+	if (req->model_free && req->model != model)
+		req->model_free(req->model);
+	req->model = model;
+	req->model_free = free_fn;
+}
+
+void *proxy_req_model(const struct proxy_req *req)
+{
+	return req->model;
 }
 
 int proxy_req_consume(struct proxy_req *req, proxy_body_fn on_body,

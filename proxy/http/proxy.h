@@ -166,6 +166,13 @@ int proxy_req_add_header(struct proxy_req *req, const char *name, const char *va
 void proxy_req_set_ctx(struct proxy_req *req, void *ctx, void (*free_fn)(void *));
 void *proxy_req_ctx(const struct proxy_req *req);
 
+/* A protocol layer's parse of the request as received (the S3 request
+ * model, s3/s3req.h), shared by every handler of the chain: attached once,
+ * freed with free_fn (may be NULL) when the req is freed or the model
+ * replaced. This layer never looks inside it. */
+void proxy_req_set_model(struct proxy_req *req, void *model, void (*free_fn)(void *));
+void *proxy_req_model(const struct proxy_req *req);
+
 /* ---- replying locally ------------------------------------------------- */
 
 /* A whole response. hdrs (may be NULL) must not hold Content-Length,

@@ -523,8 +523,9 @@ def test_s3_operations(g, moto):
     etag = got["ETag"]
     head = s3.head_object(Bucket="fg-ops", Key="dir/a.txt")
     assert head["ContentLength"] == 11 and head["ETag"] == etag
-    # the client's metadata is kept, the proxy adds the epoch stamp
-    assert head["Metadata"] == {"fencing-token": str(tok), "fencing-epoch": str(tok),
+    # the token sent as metadata is consumed, not stored: the proxy's
+    # stamp is the object's only fencing metadata
+    assert head["Metadata"] == {"fencing-epoch": str(tok),
                                 "fencing-lock": "fg-ops"}, head["Metadata"]
     assert head["ContentType"] == "text/plain"
     rng = s3.get_object(Bucket="fg-ops", Key="dir/a.txt", Range="bytes=6-10")
@@ -606,7 +607,7 @@ def test_multipart(g, moto):
     assert hashlib.sha256(body).digest() == hashlib.sha256(part1 + part2).digest()
     assert moto.client().get_object(Bucket="fg-mpu", Key="big.bin")["Body"].read() == body
     assert s3.head_object(Bucket="fg-mpu", Key="big.bin")["Metadata"] == {
-        "fencing-token": str(tok), "fencing-epoch": str(tok), "fencing-lock": "fg-mpu"}
+        "fencing-epoch": str(tok), "fencing-lock": "fg-mpu"}
     # abort path (token as a header this time)
     up2 = fs3.create_multipart_upload(Bucket="fg-mpu", Key="gone.bin")
     fs3.abort_multipart_upload(Bucket="fg-mpu", Key="gone.bin", UploadId=up2["UploadId"])
