@@ -224,14 +224,15 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	}
 	if (!f->s3_endpoint) {
 		/* embedded: s3local does the object CAS (s3local.h contract) */
-		if (fr->kind == S3_OBJECT_DELETE) {
-			char num[24];
+		char num[24], cur[24];
 
-			snprintf(num, sizeof(num), "%" PRIu64, t);
-			if (proxy_req_set_header(fr->req, "X-Fencing-Epoch-Check", num) < 0)
-				return fencing_reply_error(fr, 500, "InternalError", "out of memory",
+		snprintf(num, sizeof(num), "%" PRIu64, t);
+		snprintf(cur, sizeof(cur), "%" PRIu64, lk->high_water);
+		if ((fr->kind == S3_OBJECT_DELETE &&
+		     proxy_req_set_header(fr->req, "X-Fencing-Epoch-Check", num) < 0) ||
+		    proxy_req_set_header(fr->req, "X-Fencing-Epoch-Current", cur) < 0)
+			return fencing_reply_error(fr, 500, "InternalError", "out of memory",
 						   false, 0);
-		}
 		return PROXY_PASS;
 	}
 	if (fr->kind == S3_MPU_CREATE)

@@ -292,6 +292,33 @@ void fencing_record_upload(struct freq *fr)
 	multipart_put(fr->f->uploads, id, &u);
 }
 
+/* A read's answer: the proxy's stamp is not the client's metadata (a
+ * client that compares metadata after a round trip sees what it wrote).
+ * x-amz-meta-fencing-epoch becomes X-Fencing-Object-Epoch; the lock name is
+ * dropped. Returns 0, or -1 after replying 500. */
+static int hide_stamp(struct proxy_req *req)
+{
+	const char *v = proxy_req_resp_header(req, "x-amz-meta-fencing-epoch");
+	char *epoch = v ? strdup(v) : NULL;
+	int r = 0;
+
+	if (v && !epoch)
+		goto nomem;
+	if (epoch && (proxy_req_resp_set_header(req, "x-amz-meta-fencing-epoch", NULL) < 0 ||
+		      proxy_req_resp_set_header(req, "X-Fencing-Object-Epoch", epoch) < 0))
+		goto nomem;
+	if (proxy_req_resp_header(req, "x-amz-meta-fencing-lock") &&
+	    proxy_req_resp_set_header(req, "x-amz-meta-fencing-lock", NULL) < 0)
+		goto nomem;
+	goto out;
+nomem:
+	proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
+	r = -1;
+out:
+	free(epoch);
+	return r;
+}
+
 static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 {
 	struct freq *fr = arg;
@@ -302,7 +329,7 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 	fencing_count_upstream(f, fr->kind == S3_READ ? "read" : "write");
 	observe_latency(fr);
 	if (fr->kind == S3_READ)
-		return PROXY_RESP_RELAY;
+		return hide_stamp(req) < 0 ? PROXY_RESP_REPLACED : PROXY_RESP_RELAY;
 	if (status >= 200 && status < 300) {
 		if (fr->kind == S3_OBJECT_PUT && (etag = proxy_req_resp_header(req, "ETag")) && *etag)
 			objcache_put(f->objects, fr->bucket, fr->key, etag, fr->epoch);

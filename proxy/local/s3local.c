@@ -110,6 +110,7 @@ struct s3l_call {
 	char *content_md5;
 	int has_epoch;
 	uint64_t epoch;
+	uint64_t lock_epoch;        /* X-Fencing-Epoch-Current: the lock's, 0 none */
 
 	/* listing parameters (decoded) */
 	char *prefix, *delimiter, *start_after, *token, *marker;
@@ -1456,7 +1457,18 @@ static void object_headers(struct s3l_call *c, struct front_hdrs *h)
 	front_hdrs_add(h, "Content-Type", c->res.content_type[0] ? c->res.content_type
 								 : "application/octet-stream");
 	for (i = 0; i < c->res.nmeta; i++) {
-		snprintf(name, sizeof(name), "x-amz-meta-%s", c->res.meta[i].name);
+		const char *mname = c->res.meta[i].name;
+
+		/* the proxy's stamp is not the client's metadata: the epoch is
+		 * shown as X-Fencing-Object-Epoch, the rest hidden */
+		if (strcasecmp(mname, S3LOCAL_EPOCH_META) == 0) {
+			front_hdrs_add(h, S3LOCAL_OBJECT_EPOCH_HEADER, c->res.meta[i].value);
+			continue;
+		}
+		if (strncasecmp(mname, S3LOCAL_OWNED_META_PREFIX,
+				strlen(S3LOCAL_OWNED_META_PREFIX)) == 0)
+			continue;
+		snprintf(name, sizeof(name), "x-amz-meta-%s", mname);
 		front_hdrs_add(h, name, c->res.meta[i].value);
 	}
 	for (i = 0; i < c->noverrides; i++)
@@ -1468,13 +1480,17 @@ static void reply_error(struct s3l_call *c, struct front_hdrs *h)
 	struct proxy_req *req = c->req;
 
 	if (strcmp(c->err_code, "FencingTokenStale") == 0 && c->has_object_epoch) {
+		/* the lock's current epoch, as every 409 says (DESIGN.md);
+		 * the object's own when it is newer than the proxy knew */
+		uint64_t current = c->lock_epoch > c->object_epoch ? c->lock_epoch
+								  : c->object_epoch;
 		struct s3err e = { .code = c->err_code, .message = c->err_msg,
 				   .resource = proxy_req_path(req), .request_id = proxy_req_id(req),
-				   .has_epoch = true, .current_epoch = c->object_epoch };
+				   .has_epoch = true, .current_epoch = current };
 		char epoch[24], *body;
 		size_t len = 0;
 
-		snprintf(epoch, sizeof(epoch), "%" PRIu64, c->object_epoch);
+		snprintf(epoch, sizeof(epoch), "%" PRIu64, current);
 		front_hdrs_add(h, "X-Fencing-Epoch", epoch);
 		body = s3err_xml_dup(&e, &len);
 		if (body) {
@@ -1837,6 +1853,12 @@ static int take_object_headers(struct s3l_call *c, const struct query *q)
 				goto nomem;
 		}
 		return 0;
+	}
+	v = proxy_req_header(req, S3LOCAL_EPOCH_CURRENT_HEADER);
+	if (v && parse_u64(v, &c->lock_epoch) < 0) {
+		bad_request(req, 400, "InvalidArgument",
+			    S3LOCAL_EPOCH_CURRENT_HEADER " must be an epoch (1-19 digits)");
+		return -1;
 	}
 	if (c->op == OP_DELETE) {
 		v = proxy_req_header(req, S3LOCAL_EPOCH_CHECK_HEADER);

@@ -43,14 +43,17 @@
  *     NAME` on a PUT, and `X-Fencing-Epoch-Check: T` on a DELETE, then
  *     PASSes. (A PUT's x-amz-meta-fencing-* headers are also stored as the
  *     object's metadata, so the object remembers the epoch it was written
- *     under.)
+ *     under; GET and HEAD never show fencing-* metadata, and show the
+ *     epoch as X-Fencing-Object-Epoch.)
  *   - When a PUT carries x-amz-meta-fencing-epoch: T (or a DELETE carries
  *     X-Fencing-Epoch-Check: T; T is 1-19 decimal digits, else 400
  *     InvalidArgument), s3local does the object-level compare-and-swap,
  *     atomically with respect to every other writer of the directory
  *     (other threads, other processes):
  *       1. HEAD the object. If its stored fencing-epoch metadata E > T:
- *          409 FencingTokenStale, header X-Fencing-Epoch: E, nothing written.
+ *          409 FencingTokenStale, header X-Fencing-Epoch: max(E, the
+ *          X-Fencing-Epoch-Current the fencing handler sent), nothing
+ *          written.
  *       2. The client's own conditions, against that version: If-Match X
  *          with no object -> 404 NoSuchKey, with another ETag -> 412;
  *          If-None-Match * with an object -> 412.
@@ -84,6 +87,13 @@
 /* The metadata header a fenced PUT carries, and the metadata name kept. */
 #define S3LOCAL_EPOCH_META_HEADER  "x-amz-meta-fencing-epoch"
 #define S3LOCAL_EPOCH_META         "fencing-epoch"
+/* The lock's current epoch, set by the fencing handler beside the two
+ * above: a 409's X-Fencing-Epoch is the larger of it and the object's. */
+#define S3LOCAL_EPOCH_CURRENT_HEADER "X-Fencing-Epoch-Current"
+/* GET/HEAD show the stored fencing-epoch as this header; metadata named
+ * fencing-* is the proxy's and never shown as x-amz-meta-*. */
+#define S3LOCAL_OBJECT_EPOCH_HEADER  "X-Fencing-Object-Epoch"
+#define S3LOCAL_OWNED_META_PREFIX    "fencing-"
 /* Attempts of the compare-and-swap before 503 SlowDown. */
 #define S3LOCAL_CAS_ATTEMPTS       5
 
