@@ -1,13 +1,9 @@
 /* awschunked.c — incremental aws-chunked decoding with chunk-signature,
  * trailer-signature, length and checksum-trailer verification (see
  * awschunked.h for the format). Signatures are computed by wire/sigv4.c and
- * compared in constant time; SHA-1/SHA-256 come from OpenSSL. It does not
- * parse HTTP (the caller feeds the de-chunked HTTP body) nor decide policy.
- *
- * The CRC checksums (crc32, crc32c, crc64nvme) share one small table-driven
- * reflected-CRC routine: crc32c and crc64nvme are in none of our
- * dependencies, and zlib's crc32 would add -lz for the one polynomial. */
-#include <pthread.h>
+ * compared in constant time; the checksum trailers by wire/checksum.c. It
+ * does not parse HTTP (the caller feeds the de-chunked HTTP body) nor
+ * decide policy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,53 +13,9 @@
 #include <openssl/evp.h>
 
 #include "awschunked.h"
+#include "wire/checksum.h"
 #include "wire/pct.h"
 #include "wire/sigv4.h"
-
-/* ---- CRCs -------------------------------------------------------------- */
-
-#define CRC32_POLY      0xEDB88320u           /* reflected 0x04C11DB7 */
-#define CRC32C_POLY     0x82F63B78u           /* reflected 0x1EDC6F41 */
-#define CRC64NVME_POLY  0x9A6C9329AC4BC9B5ull /* reflected 0xAD93D23594C93659 */
-
-static uint32_t crc32_table[256], crc32c_table[256];
-static uint64_t crc64nvme_table[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_tables(void)
-{
-	unsigned i, k;
-
-	for (i = 0; i < 256; i++) {
-		uint32_t a = i, b = i;
-		uint64_t c = i;
-
-		for (k = 0; k < 8; k++) {
-			a = a & 1 ? (a >> 1) ^ CRC32_POLY : a >> 1;
-			b = b & 1 ? (b >> 1) ^ CRC32C_POLY : b >> 1;
-			c = c & 1 ? (c >> 1) ^ CRC64NVME_POLY : c >> 1;
-		}
-		crc32_table[i] = a;
-		crc32c_table[i] = b;
-		crc64nvme_table[i] = c;
-	}
-}
-
-enum checksum_algo {
-	SUM_NONE, SUM_CRC32, SUM_CRC32C, SUM_CRC64NVME, SUM_SHA1, SUM_SHA256
-};
-
-static const struct {
-	const char *trailer;
-	enum checksum_algo algo;
-	const char *label;
-} checksum_names[] = {
-	{ "x-amz-checksum-crc32", SUM_CRC32, "CRC32" },
-	{ "x-amz-checksum-crc32c", SUM_CRC32C, "CRC32C" },
-	{ "x-amz-checksum-crc64nvme", SUM_CRC64NVME, "CRC64NVME" },
-	{ "x-amz-checksum-sha1", SUM_SHA1, "SHA1" },
-	{ "x-amz-checksum-sha256", SUM_SHA256, "SHA256" },
-};
 
 #define SIG_HEADER "chunk-signature="
 #define TRAILER_SIG "x-amz-trailer-signature"
@@ -96,11 +48,8 @@ struct awschunked {
 	int64_t decoded;
 	EVP_MD_CTX *chunk_ctx;   /* signed modes */
 
-	enum checksum_algo algo;
-	const char *algo_label;
-	uint32_t crc32;
-	uint64_t crc64;
-	EVP_MD_CTX *sum_ctx;     /* sha1 / sha256 */
+	enum checksum_algo algo; /* of the declared trailer; NONE none */
+	struct checksum sum;
 
 	char *trailer;           /* trailer lines, "name:value\n" each, raw */
 	size_t trailer_len;
@@ -142,18 +91,14 @@ struct awschunked *awschunked_new(const struct awschunked_params *params,
 				  awschunked_data_fn on_data, void *arg)
 {
 	struct awschunked *d = calloc(1, sizeof(*d));
-	size_t i;
 
 	if (!d)
 		return NULL;
-	pthread_once(&crc_once, crc_tables);
 	d->mode = params->mode;
 	d->decoded_length = params->decoded_length;
 	d->on_data = on_data;
 	d->arg = arg;
 	d->st = ST_HEADER;
-	d->crc32 = 0xFFFFFFFFu;
-	d->crc64 = ~0ull;
 	if (is_signed(d)) {
 		if (!params->signing_key || copy_str(d->amz_date, sizeof(d->amz_date),
 						     params->amz_date) ||
@@ -177,25 +122,16 @@ struct awschunked *awschunked_new(const struct awschunked_params *params,
 		fail(d, 400, "InvalidRequest", "x-amz-trailer is too long");
 		return d;
 	}
-	for (i = 0; i < sizeof(checksum_names) / sizeof(checksum_names[0]); i++) {
-		if (strcasecmp(d->trailer_name, checksum_names[i].trailer) == 0) {
-			d->algo = checksum_names[i].algo;
-			d->algo_label = checksum_names[i].label;
-		}
-	}
-	if (d->algo == SUM_NONE) {
+	d->algo = checksum_from_header(d->trailer_name);
+	if (d->algo == CHECKSUM_NONE) {
 		fail(d, 400, "InvalidRequest",
 		     "x-amz-trailer names an unsupported trailer (supported: "
 		     "x-amz-checksum-crc32, -crc32c, -crc64nvme, -sha1, -sha256)");
 		return d;
 	}
-	if (d->algo == SUM_SHA1 || d->algo == SUM_SHA256) {
-		d->sum_ctx = EVP_MD_CTX_new();
-		if (!d->sum_ctx || !EVP_DigestInit_ex(d->sum_ctx, d->algo == SUM_SHA1 ?
-						      EVP_sha1() : EVP_sha256(), NULL)) {
-			awschunked_free(d);
-			return NULL;
-		}
+	if (checksum_init(&d->sum, d->algo) < 0) {
+		awschunked_free(d);
+		return NULL;
 	}
 	return d;
 }
@@ -205,7 +141,7 @@ void awschunked_free(struct awschunked *d)
 	if (!d)
 		return;
 	EVP_MD_CTX_free(d->chunk_ctx);
-	EVP_MD_CTX_free(d->sum_ctx);
+	checksum_free(&d->sum);
 	free(d->trailer);
 	OPENSSL_cleanse(d, sizeof(*d));
 	free(d);
@@ -241,34 +177,10 @@ static int emit(struct awschunked *d, const char *p, size_t n)
 /* Checksums, hashes and emits chunk data, holding back the last byte. */
 static enum awschunked_status take_data(struct awschunked *d, const char *p, size_t n)
 {
-	size_t i;
-
 	if (is_signed(d) && !EVP_DigestUpdate(d->chunk_ctx, p, n))
 		return fail(d, 500, "InternalError", "aws-chunked: hashing failed");
-	switch (d->algo) {
-	case SUM_CRC32:
-		for (i = 0; i < n; i++)
-			d->crc32 = crc32_table[(d->crc32 ^ (unsigned char)p[i]) & 0xff] ^
-				   (d->crc32 >> 8);
-		break;
-	case SUM_CRC32C:
-		for (i = 0; i < n; i++)
-			d->crc32 = crc32c_table[(d->crc32 ^ (unsigned char)p[i]) & 0xff] ^
-				   (d->crc32 >> 8);
-		break;
-	case SUM_CRC64NVME:
-		for (i = 0; i < n; i++)
-			d->crc64 = crc64nvme_table[(d->crc64 ^ (unsigned char)p[i]) & 0xff] ^
-				   (d->crc64 >> 8);
-		break;
-	case SUM_SHA1:
-	case SUM_SHA256:
-		if (!EVP_DigestUpdate(d->sum_ctx, p, n))
-			return fail(d, 500, "InternalError", "aws-chunked: hashing failed");
-		break;
-	case SUM_NONE:
-		break;
-	}
+	if (d->algo != CHECKSUM_NONE && checksum_update(&d->sum, p, n) < 0)
+		return fail(d, 500, "InternalError", "aws-chunked: hashing failed");
 	if ((d->has_held && emit(d, &d->held, 1)) || emit(d, p, n - 1))
 		return fail(d, 500, "InternalError", "the body could not be forwarded");
 	d->held = p[n - 1];
@@ -358,43 +270,24 @@ static void trim_bounds(const char **b, const char **e)
 }
 
 /* The computed checksum, big-endian bytes base64-encoded, into out. */
-static int checksum_base64(struct awschunked *d, char out[64])
+static int computed_base64(struct awschunked *d, char out[CHECKSUM_BASE64_MAX])
 {
-	unsigned char bin[32];
-	unsigned int n = 0, i;
+	unsigned char bin[CHECKSUM_DIGEST_MAX];
+	size_t n = checksum_final(&d->sum, bin);
 
-	switch (d->algo) {
-	case SUM_CRC32:
-	case SUM_CRC32C:
-		d->crc32 ^= 0xFFFFFFFFu;
-		for (i = 0; i < 4; i++)
-			bin[i] = (unsigned char)(d->crc32 >> (24 - 8 * i));
-		n = 4;
-		break;
-	case SUM_CRC64NVME:
-		d->crc64 ^= ~0ull;
-		for (i = 0; i < 8; i++)
-			bin[i] = (unsigned char)(d->crc64 >> (56 - 8 * i));
-		n = 8;
-		break;
-	case SUM_SHA1:
-	case SUM_SHA256:
-		if (!EVP_DigestFinal_ex(d->sum_ctx, bin, &n))
-			return -1;
-		break;
-	case SUM_NONE:
+	if (!n)
 		return -1;
-	}
-	EVP_EncodeBlock((unsigned char *)out, bin, (int)n);
+	checksum_base64(bin, n, out);
 	return 0;
 }
 
 /* The whole trailer block has arrived (d->trailer: lines "name:value\n"). */
 static enum awschunked_status end_trailer(struct awschunked *d)
 {
-	const char *p = d->trailer, *end = d->trailer + d->trailer_len;
+	/* an empty block (no trailer lines) leaves d->trailer NULL */
+	const char *p = d->trailer ? d->trailer : "", *end = p + d->trailer_len;
 	char canonical[AWSCHUNKED_TRAILER_MAX + 1];
-	char sig[65] = "", checksum[65] = "", computed[64];
+	char sig[65] = "", checksum[65] = "", computed[CHECKSUM_BASE64_MAX];
 	size_t clen = 0;
 	int have_sig = 0, have_sum = 0;
 
@@ -418,7 +311,7 @@ static enum awschunked_status end_trailer(struct awschunked *d)
 					    "unexpected or malformed x-amz-trailer-signature");
 			memcpy(sig, vb, 64);
 			have_sig = 1;
-		} else if (d->algo != SUM_NONE && nlen == strlen(d->trailer_name) &&
+		} else if (d->algo != CHECKSUM_NONE && nlen == strlen(d->trailer_name) &&
 			   strncasecmp(nb, d->trailer_name, nlen) == 0) {
 			if (have_sum || vlen >= sizeof(checksum) || have_sig)
 				return fail(d, 400, "MalformedTrailerError",
@@ -439,7 +332,7 @@ static enum awschunked_status end_trailer(struct awschunked *d)
 		}
 		p = nl + 1;
 	}
-	if (d->algo != SUM_NONE && !have_sum)
+	if (d->algo != CHECKSUM_NONE && !have_sum)
 		return fail(d, 400, "MalformedTrailerError",
 			    "the trailer declared in x-amz-trailer is missing");
 	if (d->mode == AWSCHUNKED_SIGNED_TRAILER) {
@@ -457,13 +350,13 @@ static enum awschunked_status end_trailer(struct awschunked *d)
 				    "the one you provided.");
 	}
 	if (have_sum) {
-		if (checksum_base64(d, computed))
+		if (computed_base64(d, computed))
 			return fail(d, 500, "InternalError", "aws-chunked: hashing failed");
 		if (strcmp(computed, checksum) != 0) {
 			fail(d, 400, "BadDigest", "");
 			snprintf(d->err_msg, sizeof(d->err_msg),
 				 "The %s you specified did not match the calculated checksum.",
-				 d->algo_label);
+				 checksum_name(d->algo));
 			return AWSCHUNKED_ERROR;
 		}
 	}
