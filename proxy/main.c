@@ -569,6 +569,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	fc.metrics = &rt->metrics;
 	fc.s3_endpoint = mode == PROXY_MODE_HTTP ? NULL : upstream;
 	fc.region = region;
+	fc.data_dir = upstream ? NULL : data_abs;
 	fc.access_log = rt->access_log;
 	fc.http_mode = mode == PROXY_MODE_HTTP;
 	fc.barrier_timeout_ms = o->barrier_timeout_ms;

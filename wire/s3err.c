@@ -102,6 +102,16 @@ size_t s3err_xml(const struct s3err *e, char *buf, size_t buflen)
 	return o.len;
 }
 
+size_t s3err_xml_text(const char *text, char *buf, size_t buflen)
+{
+	struct out o = { .buf = buf, .cap = buflen ? buflen - 1 : 0, .len = 0 };
+
+	put_xml_text(&o, text);
+	if (buflen)
+		buf[o.len < buflen ? o.len : buflen - 1] = '\0';
+	return o.len;
+}
+
 char *s3err_xml_dup(const struct s3err *e, size_t *len)
 {
 	size_t need = s3err_xml(e, NULL, 0);

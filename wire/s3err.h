@@ -35,6 +35,11 @@ struct s3err {
  * buf may be NULL when buflen is 0 (to measure). */
 size_t s3err_xml(const struct s3err *e, char *buf, size_t buflen);
 
+/* text as XML character data (escaped, and made valid as above) into buf,
+ * snprintf-style like s3err_xml: returns the length needed, not counting
+ * the NUL. For other S3 XML documents (DeleteResult) built by callers. */
+size_t s3err_xml_text(const char *text, char *buf, size_t buflen);
+
 /* The XML body in a malloc'd NUL-terminated string; the caller frees it with
  * free(). *len (may be NULL) receives its length. NULL on ENOMEM. */
 char *s3err_xml_dup(const struct s3err *e, size_t *len);

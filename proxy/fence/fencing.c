@@ -165,7 +165,8 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	uint64_t t = fr->token.status == TOKEN_OK ? fr->token.epoch : 0;
 
 	memset(&in, 0, sizeof(in));
-	in.method = proxy_req_method(fr->req);
+	/* DeleteObjects deletes: a route fences it as it fences DELETE */
+	in.method = fr->kind == S3_DELETE_OBJECTS ? "DELETE" : proxy_req_method(fr->req);
 	in.fenced_methods = fr->fenced_methods;
 	in.token = fr->token;
 	in.current_epoch = lk->high_water;
@@ -193,6 +194,8 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	fr->verdict = fence_strverdict(d.verdict);
 	switch (d.verdict) {
 	case FENCE_READ_PASS:
+		if (fr->kind == S3_DELETE_OBJECTS)
+			return fencing_delete_start(fr, false); /* a route without DELETE */
 		return PROXY_PASS;
 	case FENCE_NEED_LOOKUP:
 		if (lockreg_lookup_epoch(f->locks, lk, t, lookup_cb, fr) < 0)
@@ -212,6 +215,8 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 			    (double)lk->high_water);
 	if (f->http_mode)
 		return fencing_http_admit(fr);
+	if (fr->kind == S3_DELETE_OBJECTS)
+		return fencing_delete_start(fr, true);
 	if (fr->kind == S3_MPU_PART || fr->kind == S3_MPU_ABORT || fr->kind == S3_OBJECT_ATTR)
 		return PROXY_PASS;
 	if (kind_stamps(fr->kind)) {
@@ -377,6 +382,8 @@ struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t 
 	}
 	if (cfg->s3_endpoint && !(f->s3_endpoint = strdup(cfg->s3_endpoint)))
 		goto nomem;
+	if (cfg->data_dir && !(f->data_dir = strdup(cfg->data_dir)))
+		goto nomem;
 	if (cfg->region && !(f->region = strdup(cfg->region)))
 		goto nomem;
 	rnd = fopen("/dev/urandom", "rb");
@@ -416,6 +423,7 @@ void fencing_free(struct fencing *f)
 	objcache_free(f->objects);
 	multipart_free(f->uploads);
 	free(f->s3_endpoint);
+	free(f->data_dir);
 	free(f->region);
 	policy_free(f->policy);
 	free(f);

@@ -39,6 +39,8 @@ struct fencing_config {
 	struct fencegate_metrics *metrics; /* may be NULL */
 	const char *s3_endpoint;        /* upstream S3 URL: object CAS with HEADs on
 					 * it; NULL: embedded mode (s3local's CAS) */
+	const char *data_dir;           /* embedded mode: the store's directory
+					 * (DeleteObjects deletes there) */
 	const char *region;
 	size_t objcache_capacity;       /* 0: 100000 */
 	size_t multipart_capacity;      /* uploads remembered; 0: 10000 */

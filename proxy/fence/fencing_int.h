@@ -36,6 +36,7 @@ struct fencing {
 	struct fencegate_metrics *metrics;
 	struct metrics_family *upstream_requests; /* fencegate_upstream_requests_total{kind} */
 	char *s3_endpoint;
+	char *data_dir;                /* embedded: the store's directory */
 	char *region;
 	struct objcache *objects;
 	struct multipart_table *uploads;
@@ -85,6 +86,7 @@ struct freq {
 	char *body;
 	size_t body_len;
 	bool body_too_big;
+	bool delete_fenced;          /* DeleteObjects: compare with epoch */
 	/* multipart answer capture */
 	char *resp_body;
 	size_t resp_len;
@@ -131,6 +133,14 @@ struct token fencing_read_token(struct proxy_req *req);
 /* The S3 request path after the common set-up: classify, find the lock,
  * guard lock files, decide. */
 enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr);
+/* Worker side: this thread's store for bucket, on the upstream S3 or the
+ * embedded store's directory (opened on first use; the least used one is
+ * closed when the row is full). NULL with err filled. */
+struct store *fencing_thread_store(struct fencing *f, const char *bucket, char *err,
+				   size_t errlen);
+/* 1 if the lock's files live in bucket (so keys under its prefix there are
+ * lock files): a bucket-named lock, or a store "s3://BUCKET[/ROOT]". */
+int fencing_lock_in_bucket(const struct lockreg_entry *lk, const char *bucket);
 /* Sets the upstream condition for an allowed write (HEAD when needed). */
 enum proxy_action fencing_step_cas(struct freq *fr);
 /* After a relayed CreateMultipartUpload: remember upload id -> epoch. */
@@ -138,8 +148,11 @@ void fencing_record_upload(struct freq *fr);
 
 /* ---- fencing_delete.c: DeleteObjects ----------------------------------- */
 
-/* POST /{bucket}?delete on a fenced bucket: the keys are in the body. */
-enum proxy_action fencing_delete_start(struct freq *fr);
+/* DeleteObjects (POST /{bucket}?delete): reads the body and deletes its
+ * keys one by one, each with the object CAS of a fenced DELETE under
+ * fr->epoch (fenced), or unconditionally (unfenced); never forwarded.
+ * Returns PROXY_HANDLED (replied, or replies later). */
+enum proxy_action fencing_delete_start(struct freq *fr, bool fenced);
 
 /* ---- fencing_guard.c: lock files through the S3 API --------------------- */
 

@@ -10,6 +10,7 @@
 #include "fencing_int.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -24,17 +25,34 @@ static int is_star(const char *v)
 	return v && (strcmp(v, "*") == 0 || strcmp(v, "\"*\"") == 0);
 }
 
+/* If-Match as S3 takes it: one ETag, quoted or not ("abc" and abc are the
+ * same), into out with its quotes, the form S3 answers ETags in. -1 for a
+ * list, an empty value or one too long. */
+static int quote_etag(const char *v, char *out, size_t outlen)
+{
+	size_t n = strlen(v);
+
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	while (n && (*v == ' ' || *v == '\t'))
+		v++, n--;
+	if (n >= 2 && v[0] == '"' && v[n - 1] == '"')
+		v++, n -= 2;
+	if (n == 0 || n + 3 > outlen || memchr(v, '"', n) || memchr(v, ',', n))
+		return -1;
+	snprintf(out, outlen, "\"%.*s\"", (int)n, v);
+	return 0;
+}
+
 /* ---- per-thread stores for object HEADs -------------------------------- */
 
-/* Worker side: this thread's store for bucket (opened on first use; the
- * least used one is closed when the row is full). */
-static struct store *thread_store(struct fencing *f, const char *bucket, char *err,
-				  size_t errlen)
+struct store *fencing_thread_store(struct fencing *f, const char *bucket, char *err,
+				   size_t errlen)
 {
 	int idx = jobs_worker_index();
 	struct tstore *row, *victim;
 	struct store_config sc;
-	char url[128];
+	char url[PATH_MAX + 128];
 
 	if (idx < 0 || idx >= f->nthreads) {
 		snprintf(err, errlen, "not on a worker thread");
@@ -53,7 +71,10 @@ static struct store *thread_store(struct fencing *f, const char *bucket, char *e
 	store_close(victim->st);
 	memset(victim, 0, sizeof(*victim));
 	memset(&sc, 0, sizeof(sc));
-	snprintf(url, sizeof(url), "s3://%s", bucket);
+	if (f->s3_endpoint)
+		snprintf(url, sizeof(url), "s3://%s", bucket);
+	else
+		snprintf(url, sizeof(url), "file://%s/%s", f->data_dir ? f->data_dir : ".", bucket);
 	sc.url = url;
 	sc.endpoint = f->s3_endpoint;
 	sc.region = f->region;
@@ -88,7 +109,7 @@ static void head_run(void *arg)
 	fr->head_found = -1;
 	fr->head_epoch = 0;
 	fr->head_etag[0] = '\0';
-	st = thread_store(j->f, fr->bucket, err, sizeof(err));
+	st = fencing_thread_store(j->f, fr->bucket, err, sizeof(err));
 	if (!st) {
 		snprintf(fr->head_err, sizeof(fr->head_err), "%s", err);
 		return;
@@ -408,9 +429,7 @@ static int strip_owned_headers(struct freq *fr)
 	return 0;
 }
 
-/* 1 if the lock's files live in bucket (so keys under its prefix there are
- * lock files): a bucket-named lock, or a store "s3://BUCKET[/ROOT]". */
-static int store_in_bucket(const struct lockreg_entry *lk, const char *bucket)
+int fencing_lock_in_bucket(const struct lockreg_entry *lk, const char *bucket)
 {
 	size_t blen = strlen(bucket);
 
@@ -439,11 +458,14 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 	const char *why = NULL;
 
 	*act = PROXY_HANDLED;
-	if (policy_path_decode(proxy_req_path(req), path, sizeof(path)) < 0) {
+	if (policy_path_decode(proxy_req_path(req), path, sizeof(path)) < 0 ||
+	    (fr->kind == S3_DELETE_OBJECTS && strlen(path) + 2 > sizeof(path))) {
 		fr->verdict = "refused";
 		fencing_reply_error(fr, 400, "InvalidURI", "the path is not a valid request path", false, 0);
 		return NULL;
 	}
+	if (fr->kind == S3_DELETE_OBJECTS && path[strlen(path) - 1] != '/')
+		strcat(path, "/"); /* its keys are in the body: the bucket's root route */
 	ls = token_lock_from_request((fr->header_lock[0] ? fr->header_lock : NULL),
 				     fr->meta_lock[0] ? fr->meta_lock : NULL, name,
 				     sizeof(name));
@@ -462,7 +484,7 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 		    lockkey_classify(fr->key, c->prefix, NULL) == LOCKKEY_NOT_LOCK)
 			continue;
 		ce = lockreg_get_at(f->locks, c->name, c->store, c->prefix, 1, &why);
-		if (ce && store_in_bucket(ce, fr->bucket))
+		if (ce && fencing_lock_in_bucket(ce, fr->bucket))
 			return ce;
 	}
 	route = policy_route_for(pol, path);
@@ -559,6 +581,8 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 		enum proxy_action act = PROXY_HANDLED;
 
 		fr->lock = s3_policy_lock(fr, &act);
+		if (!fr->lock && act == PROXY_PASS && fr->kind == S3_DELETE_OBJECTS)
+			return fencing_delete_start(fr, false); /* never forwarded */
 		if (!fr->lock)
 			return act;
 	} else {
@@ -578,7 +602,7 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 					   false, 0);
 	}
 
-	if (fr->key && store_in_bucket(fr->lock, fr->bucket) &&
+	if (fr->key && fencing_lock_in_bucket(fr->lock, fr->bucket) &&
 	    lockkey_classify(fr->key, fr->lock->prefix, NULL) != LOCKKEY_NOT_LOCK) {
 		/* only plain PutObject and DeleteObject are lock-protocol
 		 * operations; the guard refuses everything else */
@@ -588,18 +612,21 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 		return fencing_guard_start(fr);
 	}
 	if (fr->kind == S3_DELETE_OBJECTS)
-		return fencing_delete_start(fr);
+		goto decide; /* the body's keys: fencing_delete.c after the verdict */
 
 	v = proxy_req_header(req, "If-None-Match");
 	if (v) {
 		if (!is_star(v))
 			return fencing_reply_error(fr, 501, "NotImplemented",
-					   "only If-None-Match: * is supported on writes", false, 0);
+					   "A header you provided implies functionality that is "
+					   "not implemented (If-None-Match on a write takes \"*\" "
+					   "only, as S3)", false, 0);
 		fr->client_inm = true;
 	}
 	v = proxy_req_header(req, "If-Match");
-	if (v)
-		snprintf(fr->client_if_match, sizeof(fr->client_if_match), "%s", v);
+	if (v && quote_etag(v, fr->client_if_match, sizeof(fr->client_if_match)) < 0)
+		return fencing_reply_error(fr, 400, "InvalidArgument",
+					   "If-Match is not one ETag", false, 0);
 	if (fr->client_inm && fr->client_if_match[0])
 		return fencing_reply_error(fr, 400, "InvalidArgument",
 				   "If-Match and If-None-Match together", false, 0);
@@ -636,6 +663,7 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 					   fr->lock->high_water);
 		}
 	}
+decide:
 	r = lockreg_when_current(f->locks, fr->lock, fr->strict || fr->lock->strict, fencing_loaded_cb, fr);
 	if (r < 0)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);

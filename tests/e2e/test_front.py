@@ -569,17 +569,18 @@ def test_s3_operations(g, moto):
     assert s3.get_object(Bucket="fg-ops", Key="sp ace+plus=eq%/é.txt")["Body"].read() == b"enc"
     assert direct.get_object(Bucket="fg-ops",
                              Key="sp ace+plus=eq%/é.txt")["Body"].read() == b"enc"
-    # Multi-object delete (POST ?delete) is refused 501 by design (fencing.md:
-    # its keys are in the body, out of reach of the lock-file guard and the
-    # object CAS), and nothing is deleted; keys are deleted one by one.
-    # POST with a body is still forwarded by CompleteMultipartUpload.
-    try:
-        fs3.delete_objects(Bucket="fg-ops", Delete={"Objects": [{"Key": "dir/b.txt"},
+    # Multi-object delete (POST ?delete) with the token: the proxy deletes
+    # each key itself, fenced like a DELETE (the keys are in the body)
+    r = fs3.delete_objects(Bucket="fg-ops", Delete={"Objects": [{"Key": "dir/b.txt"},
                                                                 {"Key": "other/c.txt"}]})
-        raise AssertionError("expected 501")
-    except ClientError as e:
-        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 501, e.response
-        assert e.response["Error"]["Code"] == "NotImplemented", e.response
+    assert sorted(d["Key"] for d in r["Deleted"]) == ["dir/b.txt", "other/c.txt"], r
+    for key in ("dir/b.txt", "other/c.txt"):
+        try:
+            direct.head_object(Bucket="fg-ops", Key=key)
+            raise AssertionError("%s not deleted" % key)
+        except ClientError as e:
+            assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+        fs3.put_object(Bucket="fg-ops", Key=key, Body=b"again")
     for key in ("dir/b.txt", "other/c.txt"):
         direct.head_object(Bucket="fg-ops", Key=key)
         fs3.delete_object(Bucket="fg-ops", Key=key)
