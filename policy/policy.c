@@ -178,8 +178,8 @@ static const struct key keys[] = {
 	  "what the client may do where; none: nothing (except anonymous_read routes)" },
 	{ "clients[].allow[].prefix", KT_STRING, NULL, 1, 1024, KF_REQUIRED, A(prefix), 0, 0,
 	  NULL, check_path_prefix, "request path prefix, \"/\" for everything" },
-	{ "clients[].allow[].actions", KT_ACTIONS, NULL, 1, 3, KF_REQUIRED, A(actions), 0, 0,
-	  NULL, NULL, "subset of \"read\", \"write\", \"lock\"" },
+	{ "clients[].allow[].actions", KT_ACTIONS, NULL, 1, 4, KF_REQUIRED, A(actions), 0, 0,
+	  NULL, NULL, "subset of \"read\", \"write\", \"lock\", \"admin\"" },
 	{ "limits", KT_OBJECT, NULL, 0, 0, 0, P(limits), 0, 0, NULL, NULL,
 	  "sizes and timeouts" },
 	{ "limits.header_bytes", KT_INT, "16384", 256, 1048576, 0, LIM(header_bytes), 0, 0,
@@ -416,7 +416,7 @@ static void enum_list(const char *const *values, char *out, size_t outlen)
 }
 
 static const char *const method_names[] = { "GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", NULL };
-static const char *const action_names[] = { "read", "write", "lock", NULL };
+static const char *const action_names[] = { "read", "write", "lock", "admin", NULL };
 
 /* Array of names from a fixed list -> bit mask. */
 static int set_names(struct parser *ps, const struct key *k, const cJSON *it,

@@ -49,6 +49,11 @@ enum policy_unrouted {
 #define POLICY_ACT_WRITE  (1u << 1)   /* PUT, POST, DELETE, PATCH, multipart */
 #define POLICY_ACT_LOCK   (1u << 2)   /* acquire/renew/release the lock(s)
 				       * guarding the prefix */
+#define POLICY_ACT_ADMIN  (1u << 3)   /* S3 bucket configuration writes
+				       * (?lifecycle, ?policy, ?versioning,
+				       * ?acl, ?cors, ...) on the bucket
+				       * ("/B/" within the prefix); never
+				       * implied by "write" */
 
 struct policy_listen {
 	char *addr;        /* as written: "127.0.0.1:8080", "[::1]:8080" */

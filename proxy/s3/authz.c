@@ -5,6 +5,7 @@
  * It never forwards, fences or touches the store: refusals are answered
  * here, everything else passes on down the chain. */
 #include "authz.h"
+#include "s3req.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -227,6 +228,33 @@ static int check_access(struct authz *a, const struct policy *pol, const struct 
 			    sizeof(res)) {
 			refuse(a, req, 400, "InvalidArgument", "bad prefix parameter");
 			return -1;
+		}
+	}
+	if (a->mode == PROXY_MODE_S3 && !read) {
+		/* operations on the bucket as a whole: the permission is on
+		 * "/B/", so a client held to a prefix inside it cannot */
+		const struct s3req *m = s3req_of(req);
+		unsigned act = 0;
+
+		if (!m) {
+			refuse(a, req, 500, "InternalError", "out of memory");
+			return -1;
+		}
+		if (m->cls == S3_BUCKET_CONFIG)
+			act = POLICY_ACT_ADMIN;
+		else if (m->cls == S3_DELETE_OBJECTS)
+			act = POLICY_ACT_WRITE;
+		if (act && m->bucket[0]) {
+			snprintf(res, sizeof(res), "/%s/", m->bucket);
+			if (!policy_client_allows(c, res, act)) {
+				refuse(a, req, 403, "AccessDenied",
+				       act == POLICY_ACT_ADMIN
+				       ? "bucket configuration needs the \"admin\" permission on the bucket"
+				       : "DeleteObjects needs \"write\" on the whole bucket (delete keys "
+					 "one at a time inside a prefix)");
+				return -1;
+			}
+			return 0;
 		}
 	}
 	if (a->mode == PROXY_MODE_S3 && !read && lock_file_of(pol, dpath, name, sizeof(name))) {

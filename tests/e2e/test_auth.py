@@ -28,6 +28,7 @@ WRITER = ("AKIDWRITER0001", "writer-secret-0001")
 READER = ("AKIDREADER0001", "reader-secret-0001")
 NARROW = ("AKIDNARROW0001", "narrow-secret-0001")
 NOLOCK = ("AKIDNOLOCK0001", "nolock-secret-0001")
+ADMIN = ("AKIDADMIN00001", "admin-secret-00001")
 
 
 class Gate:
@@ -62,6 +63,8 @@ class Gate:
                            {"prefix": "/%s/narrow/" % BUCKET, "actions": ["read", "write"]}]},
                 {"access_key": NOLOCK[0], "secret_env": "GW_NOLOCK_SECRET",
                  "allow": [{"prefix": "/%s" % BUCKET, "actions": ["read", "write"]}]},
+                {"access_key": ADMIN[0], "secret_env": "GW_ADMIN_SECRET",
+                 "allow": [{"prefix": "/%s/" % BUCKET, "actions": ["read", "admin"]}]},
             ],
         }
         self.config = os.path.join(self.dir.path, "fencegate.json")
@@ -69,7 +72,8 @@ class Gate:
             json.dump(cfg, f)
         env = dict(os.environ, **CREDS)
         env.update(GW_WRITER_SECRET=WRITER[1], GW_READER_SECRET=READER[1],
-                   GW_NARROW_SECRET=NARROW[1], GW_NOLOCK_SECRET=NOLOCK[1])
+                   GW_NARROW_SECRET=NARROW[1], GW_NOLOCK_SECRET=NOLOCK[1],
+                   GW_ADMIN_SECRET=ADMIN[1])
         self.log = open(os.path.join(self.dir.path, "fencegate.log"), "w+")
         self.access_log = os.path.join(self.dir.path, "access.log")
         self.proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", self.config,
@@ -367,6 +371,44 @@ def t_outside_prefix(g):
     assert st == 200, (st, body)
 
 
+def t_bucket_level(g):
+    """Bucket configuration needs "admin" ("write" is not enough), and
+    DeleteObjects needs "write" on the whole bucket: a client held to a
+    prefix cannot delete outside it through the body's keys."""
+    direct = g.moto.client()
+    vers = {"Status": "Enabled"}
+    expect_client_error(lambda: g.client(WRITER).put_bucket_versioning(
+        Bucket=BUCKET, VersioningConfiguration=vers), "AccessDenied", 403)
+    assert "Status" not in direct.get_bucket_versioning(Bucket=BUCKET)
+    tags = {"TagSet": [{"Key": "team", "Value": "x"}]}
+    expect_client_error(lambda: g.client(WRITER).put_bucket_tagging(
+        Bucket=BUCKET, Tagging=tags), "AccessDenied", 403)
+    g.client(ADMIN).put_bucket_tagging(Bucket=BUCKET, Tagging=tags)
+    assert direct.get_bucket_tagging(Bucket=BUCKET)["TagSet"] == tags["TagSet"]
+    direct.delete_bucket_tagging(Bucket=BUCKET)
+    # the admin permission does not write objects
+    expect_client_error(lambda: g.client(ADMIN).put_object(
+        Bucket=BUCKET, Key="by-admin", Body=b"x", Metadata={"fencing-token": str(g.epoch)}),
+        "AccessDenied", 403)
+    assert g.in_moto("by-admin") is None
+    # DeleteObjects: the narrow client may not, even for keys it may write
+    direct.put_object(Bucket=BUCKET, Key="outside/victim", Body=b"keep")
+    s3 = g.client(NARROW)
+    s3.meta.events.register("before-sign.s3.DeleteObjects",
+                            lambda request, **kw: request.headers.__setitem__(
+                                "X-Fencing-Token", str(g.epoch)))
+    expect_client_error(lambda: s3.delete_objects(
+        Bucket=BUCKET, Delete={"Objects": [{"Key": "outside/victim"}]}), "AccessDenied", 403)
+    assert g.in_moto("outside/victim") == b"keep"
+    w = g.client(WRITER)
+    w.meta.events.register("before-sign.s3.DeleteObjects",
+                           lambda request, **kw: request.headers.__setitem__(
+                               "X-Fencing-Token", str(g.epoch)))
+    r = w.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": "outside/victim"}]})
+    assert [d["Key"] for d in r.get("Deleted", [])] == ["outside/victim"], r
+    assert g.in_moto("outside/victim") is None
+
+
 def t_lock_files(g):
     """Lock files are writable only with "lock": NOLOCK may write the bucket
     but not its lock files; WRITER takes the lock with fencectl through the
@@ -573,6 +615,8 @@ def main():
             ("presigned: valid GET, expired PUT 403 AccessDenied", t_presigned),
             ("read-only client writing: 403, lock API refused", t_read_only_writes),
             ("write outside the allowed prefix: 403", t_outside_prefix),
+            ("bucket configuration needs admin; DeleteObjects the whole bucket",
+             t_bucket_level),
             ("anonymous: 403 AccessDenied, health open", t_anonymous),
             ("lock files: writable only with lock; fencectl through the proxy", t_lock_files),
             ("payload hash mismatch: 400, nothing lands", t_payload_mismatch),

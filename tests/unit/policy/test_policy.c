@@ -330,7 +330,7 @@ static const struct bad_case bad_cases[] = {
 	  "clients[1].token_env: same token as clients[0]" },
 	{ "{\"clients\":[{\"access_key\":\"AK1\",\"secret_env\":\"WORKER1_SECRET\","
 	  "\"allow\":[{\"prefix\":\"/b/\",\"actions\":[\"read\",\"delete\"]}]}]}",
-	  "clients[0].allow[0].actions[1]: unknown action \"delete\" (one of \"read\", \"write\", \"lock\")" },
+	  "clients[0].allow[0].actions[1]: unknown action \"delete\" (one of \"read\", \"write\", \"lock\", \"admin\")" },
 	{ "{\"clients\":[{\"access_key\":\"AK1\",\"secret_env\":\"WORKER1_SECRET\","
 	  "\"allow\":[{\"actions\":[\"read\"]}]}]}",
 	  "clients[0].allow[0].prefix: required" },
