@@ -67,7 +67,7 @@ PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 # keep sanitizer objects between runs (they are prerequisites of pattern rules)
 .SECONDARY:
 
-.PHONY: all deps deps-test deps-bench run test layering unit integration bench fuzz lint \
+.PHONY: all deps deps-test deps-bench run test layering unit integration bench fuzz fuzz-smoke lint \
 	install uninstall clean help
 all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(O)/lib/libfencelock.pc
 
@@ -120,11 +120,20 @@ $(O)/build/test/itest_%: tests/integration/itest_%.c $(SAN_OBJ) $(HEADERS) | dep
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $< $(SAN_OBJ) \
 		$$($(PKG_CONFIG) --cflags --libs cmocka) $(LIBS)
 
-$(O)/build/fuzz/%: tests/fuzz/%.c $(LOCK_SRC) $(CORE_SRC) $(HEADERS) | deps-test
+# fuzz targets share one instrumented build of the sources
+FUZZ_OBJ   := $(LOCK_SRC:%.c=$(O)/build/fuzzobj/%.o) $(CORE_SRC:%.c=$(O)/build/fuzzobj/%.o)
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined
+
+$(O)/build/fuzzobj/%.o: %.c $(HEADERS) | deps-test
+	@mkdir -p $(dir $@)
+	$(E) CC-FUZZ $<
+	$(Q)clang $(CPPFLAGS_ALL) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(O)/build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ) $(HEADERS) | deps-test
 	@mkdir -p $(O)/build/fuzz
 	$(E) FUZZ $@
 	$(Q)clang $(CPPFLAGS_ALL) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< \
-		$(LOCK_SRC) $(CORE_SRC) $(LIBS)
+		$(FUZZ_OBJ) $(LIBS)
 
 run: all
 	$(Q)mkdir -p fencegate-data
@@ -135,7 +144,7 @@ run: all
 	@echo "  curl -i -X PUT --data-binary v1 -H 'X-Fencing-Token: 1' http://127.0.0.1:8080/demo-bucket/a.txt"
 	$(Q)exec $(O)/bin/fencegate --listen 127.0.0.1:8080 --data ./fencegate-data
 
-test: all deps-test layering unit integration
+test: all deps-test layering unit fuzz-smoke integration
 
 layering:
 	$(Q)tests/layering.sh
@@ -152,6 +161,15 @@ integration: all $(ITEST_BIN) $(UNIT_BIN)
 
 bench: all deps-bench
 	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/bench/run.sh
+
+# make test: each target briefly over its corpus (the safety assertions run)
+fuzz-smoke: $(FUZZ_BIN)
+	$(Q)for f in $(FUZZ_BIN); do n=$$(basename $$f); log=$(O)/build/fuzz/$$n.log; \
+		mkdir -p $(O)/build/fuzz/corpus-$$n; \
+		$$f -max_total_time=$${FUZZ_SMOKE_SECONDS:-3} -rss_limit_mb=1024 \
+			$(O)/build/fuzz/corpus-$$n tests/fuzz/corpus/$$n > $$log 2>&1 || \
+			{ tail -40 $$log; echo "fuzz-smoke: $$n failed"; exit 1; }; \
+		echo "== $$n (smoke): $$(tail -1 $$log)"; done
 
 fuzz: $(FUZZ_BIN)
 	$(Q)for f in $(FUZZ_BIN); do n=$$(basename $$f); echo "== $$n"; \
