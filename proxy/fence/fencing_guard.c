@@ -56,6 +56,8 @@ static void guard_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	lr.payload_len = fr->body_len;
 	lr.latest_epoch = j->latest.epoch;
 	lr.latest_state = j->latest.state;
+	lr.latest_payload = j->latest.state == LOCK_STATE_UNREADABLE ||
+			    j->latest.state == LOCK_STATE_FREE ? NULL : &j->latest.payload;
 	lockkey_decide(&lr, &j->d);
 	switch (j->d.verdict) {
 	case LOCKKEY_ALLOW_CREATE:
@@ -154,23 +156,8 @@ out:
 
 static int guard_body(struct proxy_req *req, const char *data, size_t len, void *arg)
 {
-	struct freq *fr = arg;
-	char *nb;
-
-	if (fr->body_too_big)
-		return 0;
-	if (fr->body_len + len > LOCKKEY_PAYLOAD_MAX) {
-		fr->body_too_big = true;
-		return 0;
-	}
-	nb = realloc(fr->body, fr->body_len + len + 1);
-	if (!nb)
-		return -1;
-	fr->body = nb;
-	memcpy(fr->body + fr->body_len, data, len);
-	fr->body_len += len;
-	fr->body[fr->body_len] = '\0';
-	return 0;
+	(void)req;
+	return fencing_body_append(arg, data, len, LOCKKEY_PAYLOAD_MAX);
 }
 
 static void guard_end(struct proxy_req *req, int ok, void *arg)

@@ -161,9 +161,25 @@ static void decide_put(const struct lockkey_request *req, struct lockkey_decisio
 		out->verdict = LOCKKEY_ALLOW_CREATE;
 		return;
 	}
-	if (req->latest_state == LOCK_STATE_RELEASED && !payload.expired) {
-		REFUSE(409, "LockLost", "epoch %" PRIu64 " was released", e);
-		return;
+	if (!payload.expired) {
+		/* a live rewrite is a renewal: of a live lease, by its holder */
+		const struct lock_payload *cur = req->latest_payload;
+
+		if (req->latest_state == LOCK_STATE_RELEASED) {
+			REFUSE(409, "LockLost", "epoch %" PRIu64 " was released", e);
+			return;
+		}
+		if (req->latest_state != LOCK_STATE_HELD || !cur) {
+			REFUSE(409, "LockLost", "epoch %" PRIu64 "'s lease lapsed: it cannot be "
+			       "renewed", e);
+			return;
+		}
+		if (strcmp(cur->leader_id, payload.leader_id) != 0 ||
+		    (cur->nonce[0] && strcmp(cur->nonce, payload.nonce) != 0)) {
+			REFUSE(409, "LockHolderMismatch", "epoch %" PRIu64 " is held by another "
+			       "holder: a rewrite may renew it, not take it", e);
+			return;
+		}
 	}
 	out->verdict = LOCKKEY_ALLOW_REWRITE;
 }

@@ -9,8 +9,13 @@
  *   create   PUT, If-None-Match: *, epoch == latest + 1, valid payload, and
  *            either the latest epoch is not held (free, lapsed, released) or
  *            the payload is already "expired": true (a break)
- *   rewrite  PUT, If-Match: <etag>, epoch == latest, valid payload; a
- *            released latest cannot be revived (payload must stay expired)
+ *   rewrite  PUT, If-Match: <etag>, epoch == latest, valid payload, and
+ *            either the payload is "expired": true (release, or marking
+ *            the epoch expired), or it renews: the latest is held (live by
+ *            the server's clock) and the payload keeps its holder (the same
+ *            leaderId, and the same nonce when the latest has one). A
+ *            released or lapsed lease is never revived, and a rewrite never
+ *            changes the holder of a live lease.
  *   delete   DELETE of an epoch older than the latest (garbage collection);
  *            never the latest
  *
@@ -35,7 +40,8 @@
  *   409 LockHeld                 create while the latest epoch is held,
  *                                payload not expired
  *   409 LockLost                 rewrite of an epoch below the latest, or
- *                                reviving a released latest
+ *                                reviving a released or lapsed latest
+ *   409 LockHolderMismatch       a live rewrite naming another holder
  *   409 LockFileIsLatest         delete of the latest epoch file (or above) */
 #ifndef FENCE_LOCKKEY_H
 #define FENCE_LOCKKEY_H
@@ -87,6 +93,8 @@ struct lockkey_request {
 	size_t payload_len;
 	uint64_t latest_epoch;       /* the lock's latest epoch, 0 if none */
 	enum lock_state latest_state; /* its state; UNREADABLE counts as held */
+	const struct lock_payload *latest_payload; /* its payload when readable,
+				      * else NULL (a live rewrite is refused) */
 };
 
 #define LOCKKEY_MESSAGE_MAX 160

@@ -67,6 +67,10 @@ static void test_classify(void **state)
 	assert_false(lockkey_under_prefix("locks/inv/loc", PREFIX));
 }
 
+/* The latest epoch's payload: w7 with nonce n1 (LIVE's holder). */
+static const struct lock_payload held_by_w7 = { .leader_id = "w7", .validity_ms = 30000,
+						 .nonce = "n1" };
+
 /* A PUT request on epoch e with the given conditions and body. */
 static struct lockkey_request put(uint64_t e, const char *inm, const char *im,
 				  const char *body, uint64_t latest, enum lock_state st)
@@ -85,6 +89,7 @@ static struct lockkey_request put(uint64_t e, const char *inm, const char *im,
 	r.payload_len = body ? strlen(body) : 0;
 	r.latest_epoch = latest;
 	r.latest_state = st;
+	r.latest_payload = &held_by_w7;
 	return r;
 }
 
@@ -177,7 +182,24 @@ static void test_rewrite(void **state)
 	expect(&r, LOCKKEY_ALLOW_REWRITE, 0, NULL);
 	r = put(7, NULL, "\"e1\"", EXPIRED, 7, LOCK_STATE_HELD);
 	expect(&r, LOCKKEY_ALLOW_REWRITE, 0, NULL);
+	/* A lapsed lease is not revived; marking it expired is fine. */
 	r = put(7, NULL, "\"e1\"", LIVE, 7, LOCK_STATE_LAPSED);
+	expect(&r, LOCKKEY_REFUSE, 409, "LockLost");
+	r = put(7, NULL, "\"e1\"", EXPIRED, 7, LOCK_STATE_LAPSED);
+	expect(&r, LOCKKEY_ALLOW_REWRITE, 0, NULL);
+	/* A live lease keeps its holder: another leaderId or nonce is refused,
+	 * and so is a live rewrite over an unreadable payload. */
+	r = put(7, NULL, "\"e1\"", "{\"leaderId\":\"thief\",\"validityMs\":30000,"
+		"\"nonce\":\"n1\"}", 7, LOCK_STATE_HELD);
+	expect(&r, LOCKKEY_REFUSE, 409, "LockHolderMismatch");
+	r = put(7, NULL, "\"e1\"", "{\"leaderId\":\"w7\",\"validityMs\":30000,"
+		"\"nonce\":\"n2\"}", 7, LOCK_STATE_HELD);
+	expect(&r, LOCKKEY_REFUSE, 409, "LockHolderMismatch");
+	r = put(7, NULL, "\"e1\"", LIVE, 7, LOCK_STATE_UNREADABLE);
+	r.latest_payload = NULL;
+	expect(&r, LOCKKEY_REFUSE, 409, "LockLost");
+	r = put(7, NULL, "\"e1\"", EXPIRED, 7, LOCK_STATE_UNREADABLE);
+	r.latest_payload = NULL;
 	expect(&r, LOCKKEY_ALLOW_REWRITE, 0, NULL);
 	/* A released epoch stays released. */
 	r = put(7, NULL, "\"e1\"", LIVE, 7, LOCK_STATE_RELEASED);
