@@ -413,6 +413,19 @@ static int presign_query_parse(const char *query, struct presign_query *q,
 
 /* ---- verification ---------------------------------------------------------- */
 
+/* Headers that change what the fencing handler decides: when present on a
+ * signed request they must be among its SignedHeaders (x-amz-meta-fencing-*
+ * are x-amz-* and always must). */
+static const char *const fencing_headers[] = {
+	"x-fencing-token", "x-fencing-lock", "if-match", "if-none-match",
+};
+
+static int is_read_method(const char *m)
+{
+	return m && (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 ||
+		     strcmp(m, "OPTIONS") == 0);
+}
+
 static int name_signed(const struct sigparams *sp, const char *name)
 {
 	size_t i;
@@ -526,6 +539,18 @@ static void verify_signature(const struct auth_request *req, const struct sigpar
 			reject(out, 403, "AccessDenied",
 			       "There were headers present in the request which were not signed: %.64s",
 			       h->v[i].name);
+			goto out;
+		}
+	}
+	for (i = 0; !is_read_method(req->method) &&
+		    i < sizeof(fencing_headers) / sizeof(fencing_headers[0]); i++) {
+		/* the proxy decides writes on these: a party on the path must
+		 * not be able to add or change them on a signed write (a
+		 * read's answer does not depend on them being honest) */
+		if (front_hdrs_get(h, fencing_headers[i]) && !name_signed(sp, fencing_headers[i])) {
+			reject(out, 403, "AccessDenied",
+			       "There were headers present in the request which were not signed: "
+			       "%s (fencing decides on it, so it must be signed)", fencing_headers[i]);
 			goto out;
 		}
 	}

@@ -286,10 +286,14 @@ def t_rclone(g):
         assert open(out, "rb").read() == open(src, "rb").read()
         r = run(common + ["lsf", "gw:%s/rclone/" % BUCKET], env=env)
         assert r.returncode == 0 and "in.bin" in r.stdout, r.stdout + r.stderr
+        # rclone's --header is added after signing: on a write the proxy
+        # refuses an unsigned X-Fencing-Token (an on-path party could have
+        # set it), so the fenced delete is refused and the object stays
         r = run(common + ["deletefile", "--header", "X-Fencing-Token: %d" % g.epoch,
                           "gw:%s/rclone/in.bin" % BUCKET], env=env)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert g.in_moto("rclone/in.bin") is None
+        assert r.returncode != 0 and "AccessDenied" in r.stdout + r.stderr, \
+            r.stdout + r.stderr
+        assert g.in_moto("rclone/in.bin") == open(src, "rb").read()
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

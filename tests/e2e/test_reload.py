@@ -96,17 +96,19 @@ class Gate:
             time.sleep(0.05)
         raise AssertionError("no %r in the log after SIGHUP:\n%s" % (needle, self.log_text()[before:]))
 
-    def headers(self, creds, method, path, body=b""):
+    def headers(self, creds, method, path, body=b"", extra=None):
+        """SigV4 headers for the request, extra headers signed with it (the
+        proxy refuses a write whose X-Fencing-Token is not signed)."""
         from botocore.auth import S3SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
-        req = AWSRequest(method=method, url=self.url + path, data=body)
+        req = AWSRequest(method=method, url=self.url + path, data=body,
+                         headers=dict(extra or {}))
         S3SigV4Auth(Credentials(*creds), "s3", "us-east-1").add_auth(req)
         return dict(req.headers.items())
 
     def request(self, creds, method, path, body=b"", extra=None):
-        h = self.headers(creds, method, path, body)
-        h.update(extra or {})
+        h = self.headers(creds, method, path, body, extra)
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         c.request(method, path, body=body, headers=h)
         r = c.getresponse()
@@ -168,8 +170,7 @@ def t_inflight_survives(g):
     assert epoch >= 2, epoch
     body = os.urandom(200000)
     path = "/%s/inflight/obj" % BUCKET
-    h = g.headers(ADDED, "PUT", path, body)
-    h["X-Fencing-Token"] = str(epoch)
+    h = g.headers(ADDED, "PUT", path, body, {"X-Fencing-Token": str(epoch)})
     h["Content-Length"] = str(len(body))
     s = socket.create_connection(("127.0.0.1", g.port), timeout=30)
     head = "PUT %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (path, g.port)

@@ -612,6 +612,43 @@ static void test_signed_header_coverage(void **state)
 	add(&r, "X-Amz-Meta-Fencing-Epoch", "9");
 	expect_reject(&r, NOW, 403, "AccessDenied");
 	treq_free(&r);
+	/* the headers fencing decides on, added after signing: refused */
+	static const char *const fencing[][2] = {
+		{ "X-Fencing-Token", "8" }, { "x-fencing-lock", "other" },
+		{ "If-Match", "\"abc\"" }, { "If-None-Match", "*" },
+	};
+	for (size_t i = 0; i < sizeof(fencing) / sizeof(fencing[0]); i++) {
+		worker_put(&r);
+		add(&r, fencing[i][0], fencing[i][1]);
+		expect_reject(&r, NOW, 403, "AccessDenied");
+		treq_free(&r);
+	}
+	/* ... and accepted when signed */
+	memset(&r, 0, sizeof(r));
+	r.method = "PUT";
+	r.path = "/b/k";
+	add(&r, "Host", "127.0.0.1:8080");
+	add(&r, "x-amz-date", date);
+	add(&r, "x-amz-content-sha256", SIGV4_UNSIGNED);
+	add(&r, "X-Fencing-Token", "8");
+	add(&r, "If-Match", "\"abc\"");
+	sign(&r, WORKER_KEY, WORKER_SECRET, date, SIGV4_UNSIGNED);
+	expect_ok(&r, NOW, &out);
+	auth_result_clear(&out);
+	treq_free(&r);
+	/* a read decides nothing on them: unsigned is fine there */
+	memset(&r, 0, sizeof(r));
+	r.method = "GET";
+	r.path = "/b/k";
+	add(&r, "Host", "127.0.0.1:8080");
+	add(&r, "x-amz-date", date);
+	add(&r, "x-amz-content-sha256", SIGV4_UNSIGNED);
+	sign(&r, WORKER_KEY, WORKER_SECRET, date, SIGV4_UNSIGNED);
+	add(&r, "X-Fencing-Token", "8");
+	add(&r, "If-None-Match", "\"abc\"");
+	expect_ok(&r, NOW, &out);
+	auth_result_clear(&out);
+	treq_free(&r);
 }
 
 static void test_tampering(void **state)
