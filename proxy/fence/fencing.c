@@ -247,6 +247,26 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 
 /* ---- the request -------------------------------------------------------- */
 
+int fencing_body_append(struct freq *fr, const char *data, size_t len, size_t max)
+{
+	char *nb;
+
+	if (fr->body_too_big)
+		return 0;
+	if (fr->body_len + len > max) {
+		fr->body_too_big = true;
+		return 0;
+	}
+	nb = realloc(fr->body, fr->body_len + len + 1);
+	if (!nb)
+		return -1;
+	fr->body = nb;
+	memcpy(fr->body + fr->body_len, data, len);
+	fr->body_len += len;
+	fr->body[fr->body_len] = '\0';
+	return 0;
+}
+
 struct token fencing_read_token(struct proxy_req *req)
 {
 	const struct front_hdrs *h = proxy_req_headers(req);

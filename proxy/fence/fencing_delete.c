@@ -233,24 +233,8 @@ static int check_route(struct freq *fr, struct s3delete_key *k)
 
 static int delete_body(struct proxy_req *req, const char *data, size_t len, void *arg)
 {
-	struct freq *fr = arg;
-	char *nb;
-
 	(void)req;
-	if (fr->body_too_big)
-		return 0;
-	if (fr->body_len + len > S3DELETE_BODY_MAX) {
-		fr->body_too_big = true;
-		return 0;
-	}
-	nb = realloc(fr->body, fr->body_len + len + 1);
-	if (!nb)
-		return -1;
-	fr->body = nb;
-	memcpy(fr->body + fr->body_len, data, len);
-	fr->body_len += len;
-	fr->body[fr->body_len] = '\0';
-	return 0;
+	return fencing_body_append(arg, data, len, S3DELETE_BODY_MAX);
 }
 
 static void delete_end(struct proxy_req *req, int ok, void *arg)

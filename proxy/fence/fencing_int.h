@@ -125,6 +125,10 @@ void fencing_loaded_cb(struct lockreg_entry *e, int ok, void *arg);
 /* Runs fence_decide with what is known; looks up, rejects or goes on to
  * the mode's next step (the object CAS, or the barrier). */
 enum proxy_action fencing_step_decide(struct freq *fr);
+/* Appends a body piece to fr->body (NUL-terminated), up to max bytes in
+ * all; past that it keeps nothing more and sets fr->body_too_big. For
+ * proxy_req_consume body callbacks: 0, or -1 on ENOMEM. */
+int fencing_body_append(struct freq *fr, const char *data, size_t len, size_t max);
 /* The token from every X-Fencing-Token / x-amz-meta-fencing-token line. */
 struct token fencing_read_token(struct proxy_req *req);
 

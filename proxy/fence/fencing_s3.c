@@ -405,22 +405,18 @@ static int strip_owned_headers(struct freq *fr)
 		return -1;
 	}
 	fr->token = fencing_read_token(req);
-	v = proxy_req_header(req, "x-amz-meta-fencing-lock");
-	if (v && strlen(v) >= sizeof(fr->meta_lock)) {
-		fr->verdict = "refused";
-		fencing_reply_error(fr, 400, "InvalidFencingLock", "the lock name is too long",
-				    false, 0);
-		return -1;
+	for (int i = 0; i < 2; i++) {
+		char *dst = i ? fr->header_lock : fr->meta_lock; /* both sized alike */
+
+		v = proxy_req_header(req, i ? "X-Fencing-Lock" : "x-amz-meta-fencing-lock");
+		if (v && strlen(v) >= sizeof(fr->meta_lock)) {
+			fr->verdict = "refused";
+			fencing_reply_error(fr, 400, "InvalidFencingLock", "the lock name is too long",
+					    false, 0);
+			return -1;
+		}
+		snprintf(dst, sizeof(fr->meta_lock), "%s", v ? v : "");
 	}
-	snprintf(fr->meta_lock, sizeof(fr->meta_lock), "%s", v ? v : "");
-	v = proxy_req_header(req, "X-Fencing-Lock");
-	if (v && strlen(v) >= sizeof(fr->header_lock)) {
-		fr->verdict = "refused";
-		fencing_reply_error(fr, 400, "InvalidFencingLock", "the lock name is too long",
-				    false, 0);
-		return -1;
-	}
-	snprintf(fr->header_lock, sizeof(fr->header_lock), "%s", v ? v : "");
 	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
 		if (proxy_req_set_header(req, owned[i], NULL) < 0) {
 			fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
