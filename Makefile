@@ -162,19 +162,22 @@ integration: all $(ITEST_BIN) $(UNIT_BIN)
 bench: all deps-bench
 	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/bench/run.sh
 
-# make test: each target briefly over its corpus (the safety assertions run)
+# make test: each target over its corpus for a fixed number of runs from a
+# fixed seed and an empty scratch corpus, so the same tree gives the same
+# result (the safety assertions run); `make fuzz` explores for real
 fuzz-smoke: $(FUZZ_BIN)
 	$(Q)for f in $(FUZZ_BIN); do n=$$(basename $$f); log=$(O)/build/fuzz/$$n.log; \
-		mkdir -p $(O)/build/fuzz/corpus-$$n; \
-		$$f -max_total_time=$${FUZZ_SMOKE_SECONDS:-3} -rss_limit_mb=1024 \
-			$(O)/build/fuzz/corpus-$$n tests/fuzz/corpus/$$n > $$log 2>&1 || \
-			{ tail -40 $$log; echo "fuzz-smoke: $$n failed"; exit 1; }; \
+		scratch=$(O)/build/fuzz/smoke-$$n; rm -rf $$scratch; mkdir -p $$scratch; \
+		$$f -seed=1 -runs=$${FUZZ_SMOKE_RUNS:-50000} -rss_limit_mb=1024 \
+			-artifact_prefix=$(O)/build/fuzz/ $$scratch tests/fuzz/corpus/$$n \
+			> $$log 2>&1 || { tail -40 $$log; echo "fuzz-smoke: $$n failed"; exit 1; }; \
 		echo "== $$n (smoke): $$(tail -1 $$log)"; done
 
 fuzz: $(FUZZ_BIN)
 	$(Q)for f in $(FUZZ_BIN); do n=$$(basename $$f); echo "== $$n"; \
 		mkdir -p $(O)/build/fuzz/corpus-$$n; \
 		$$f -max_total_time=$${FUZZ_SECONDS:-20} -rss_limit_mb=1024 \
+			-artifact_prefix=$(O)/build/fuzz/ \
 			$(O)/build/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; done
 
 lint: deps

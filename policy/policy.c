@@ -275,7 +275,10 @@ static int fail(struct parser *ps, const char *path, const char *fmt, ...)
 	ps->failed = 1;
 	if (!ps->err || ps->errlen == 0)
 		return -1;
-	n = snprintf(ps->err, ps->errlen, "%s: ", path && *path ? path : "config");
+	/* a hostile key can make the path longer than the message: keep at
+	 * most half of it, so "PATH: reason" is always recognisable */
+	n = snprintf(ps->err, ps->errlen, "%.*s: ", (int)(ps->errlen / 2),
+		     path && *path ? path : "config");
 	if (n < 0 || (size_t)n >= ps->errlen)
 		return -1;
 	va_start(ap, fmt);
