@@ -287,6 +287,36 @@ def t_if_match(t):
     expect(t.body(b, "k")[0] == b"two", "unchanged")
 
 
+def t_lock_file_rewrite(t):
+    """Through the S3 API a lock file's rewrite may renew (live lease, same
+    holder) or mark it expired; it never revives a lapsed lease nor changes
+    a live lease's holder."""
+    import time
+    b = t.bucket("bypass-lock-" + t.name)
+    e = acquire(t.gate.port, b, "w", ttl=1000)
+    key = "/%s/locks/%s/lock-%010d.json" % (b, b, e)
+    time.sleep(3.0)  # past the lease and the server clock's one-second rounding
+    st, h, old = req(t.gate.port, "GET", key)
+    expect(st == 200, "read the lock file: %s" % st)
+    payload = json.loads(old)
+    revived = dict(payload, validityMs=600000, expired=False)
+    st, _, d = req(t.gate.port, "PUT", key, json.dumps(revived).encode(),
+                   {"If-Match": h["etag"], "Content-Type": "application/json"})
+    expect(st == 409 and s3code(d) == "LockLost", "revive a lapsed lease: %s %s" % (st, d))
+    expect(t.body(b, key.split("/", 2)[2])[0] == old, "the lapsed file changed")
+    # a live lease: renewing is the holder's, not anyone's
+    e2 = acquire(t.gate.port, b, "w2", ttl=60000)
+    key2 = "/%s/locks/%s/lock-%010d.json" % (b, b, e2)
+    st, h, cur = req(t.gate.port, "GET", key2)
+    stolen = dict(json.loads(cur), leaderId="thief")
+    st, _, d = req(t.gate.port, "PUT", key2, json.dumps(stolen).encode(),
+                   {"If-Match": h["etag"], "Content-Type": "application/json"})
+    expect(st == 409 and s3code(d) == "LockHolderMismatch", "change the holder: %s %s" %
+           (st, d))
+    expect(t.body(b, key2.split("/", 2)[2])[0] == cur, "the live file changed")
+    release(t.gate.port, b, e2)
+
+
 def t_cli_rm_recursive_unfenced():
     """aws s3 rm --recursive (DeleteObjects) on the embedded store with
     unrouted_writes: allow: the keys go, through the proxy's own delete."""
@@ -336,6 +366,8 @@ def main():
                     t_parameters, t)
             r.check("%s: the proxy owns the fencing metadata" % t.name, t_owned_metadata, t)
             r.check("%s: If-Match without quotes" % t.name, t_if_match, t)
+            r.check("%s: lock files: no revival, no change of holder" % t.name,
+                    t_lock_file_rewrite, t)
         finally:
             t.close()
     r.check("embedded: aws s3 rm --recursive, unrouted_writes allow",
