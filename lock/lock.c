@@ -1,9 +1,10 @@
 /* lock.c — the fencing lock protocol on a struct store: finding the latest
  * epoch, judging its lease, acquiring (create epoch+1 If-None-Match "*"),
- * renewing and releasing (rewrite our epoch file If-Match our ETag), with
- * every ambiguous write resolved by reading the file back. It knows nothing
- * of S3 or directories (store.h), nor of JSON (lock_payload.c); break, gc,
- * the backend self-test and lock listing live in lock_admin.c. */
+ * with every ambiguous write resolved by reading the file back. It knows
+ * nothing of S3 or directories (store.h), nor of JSON (lock_payload.c);
+ * renewing and releasing (rewriting our own epoch file) live in
+ * lock_renew.c; break, gc, the backend self-test and lock listing in
+ * lock_admin.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,6 @@
 #define TTL_MAX_MS              (7LL * 24 * 3600 * 1000)
 #define WAIT_BACKOFF_FIRST_MS   100
 #define WAIT_BACKOFF_CAP_MS     5000
-#define RETRY_BACKOFF_FIRST_MS  50
-#define RETRY_BACKOFF_CAP_MS    2000
 #define NONCE_BYTES             16
 
 const char *lock_strerror(enum lock_code code)
@@ -114,7 +113,7 @@ int64_t lock_backoff_ms(int attempt, int64_t base_ms, int64_t cap_ms)
 	return full / 2 + (full / 2) * ((int64_t)r[0] << 8 | r[1]) / 65536;
 }
 
-static int64_t margin_for(const struct lock *lk, int64_t ttl_ms)
+int64_t lock_margin_for(const struct lock *lk, int64_t ttl_ms)
 {
 	int64_t m = 1000 + ttl_ms / 10;
 
@@ -219,8 +218,8 @@ uint64_t lock_key_epoch(const struct lock *lk, const char *key)
 /* --- what the store says --------------------------------------------------- */
 
 /* Records that `epoch` exists (and, with p, what its file says). */
-static void cache_latest(struct lock *lk, uint64_t epoch, const struct lock_payload *p,
-			 const char *etag, int64_t last_modified)
+void lock_cache_latest(struct lock *lk, uint64_t epoch, const struct lock_payload *p,
+		       const char *etag, int64_t last_modified)
 {
 	if (epoch < lk->latest_epoch)
 		return;
@@ -305,7 +304,7 @@ enum lock_code lock_latest_epoch(struct lock *lk, uint64_t *epoch, char *err, si
 		}
 	}
 	if (best > lk->latest_epoch)
-		cache_latest(lk, best, NULL, NULL, 0);
+		lock_cache_latest(lk, best, NULL, NULL, 0);
 	*epoch = lk->latest_epoch;
 out:
 	lock_pager_free(&pg);
@@ -341,8 +340,8 @@ static void judge(const struct lock *lk, struct lock_info *info, int parsed,
 
 /* Reads epoch file `epoch` into info. *missing = 1 when it does not exist;
  * *parsed (may be NULL) = 1 when its payload could be read. */
-static enum lock_code read_epoch(struct lock *lk, uint64_t epoch, struct lock_info *info,
-				 int *missing, int *parsed_out, char *err, size_t errlen)
+enum lock_code lock_read_epoch(struct lock *lk, uint64_t epoch, struct lock_info *info,
+			       int *missing, int *parsed_out, char *err, size_t errlen)
 {
 	struct store_result res = STORE_RESULT_INIT;
 	enum store_code sc;
@@ -367,7 +366,7 @@ static enum lock_code read_epoch(struct lock *lk, uint64_t epoch, struct lock_in
 	judge(lk, info, parsed, &res);
 	if (parsed_out)
 		*parsed_out = parsed;
-	cache_latest(lk, epoch, parsed ? &info->payload : NULL, res.etag, info->last_modified);
+	lock_cache_latest(lk, epoch, parsed ? &info->payload : NULL, res.etag, info->last_modified);
 out:
 	store_result_clear(&res);
 	return rc;
@@ -406,7 +405,7 @@ static enum lock_code latest_state(struct lock *lk, struct lock_info *info, int 
 			info->server_date = timesrc_wall_ms(lk->time) / 1000;
 			return LOCK_OK;
 		}
-		rc = read_epoch(lk, epoch, info, &missing, NULL, err, errlen);
+		rc = lock_read_epoch(lk, epoch, info, &missing, NULL, err, errlen);
 		if (rc != LOCK_OK || !missing)
 			return rc;
 		/* listed but gone: a newer epoch was made and this one collected
@@ -530,7 +529,7 @@ enum lock_code lock_create_epoch(struct lock *lk, uint64_t epoch,
 	}
 out:
 	if (rc == LOCK_OK)
-		cache_latest(lk, epoch, out->won ? p : NULL, out->etag, out->last_modified);
+		lock_cache_latest(lk, epoch, out->won ? p : NULL, out->etag, out->last_modified);
 	free(body);
 	store_result_clear(&res);
 	return rc;
@@ -574,7 +573,7 @@ static enum lock_code acquire_once(struct lock *lk, const char *holder, int64_t 
 		snprintf(grant->nonce, sizeof(grant->nonce), "%s", p.nonce);
 		snprintf(grant->holder, sizeof(grant->holder), "%s", holder);
 		grant->ttl_ms = ttl_ms;
-		grant->deadline_mono_ms = made.send_mono_ms + ttl_ms - margin_for(lk, ttl_ms);
+		grant->deadline_mono_ms = made.send_mono_ms + ttl_ms - lock_margin_for(lk, ttl_ms);
 		grant->expires_at_ms = made.last_modified * 1000 + ttl_ms;
 		return LOCK_OK;
 	}
@@ -634,229 +633,4 @@ enum lock_code lock_acquire(struct lock *lk, const struct lock_acquire_opts *ao,
 			nap = left;
 		timesrc_sleep_ms(lk->time, nap > 0 ? nap : 1);
 	}
-}
-
-/* --- renew and release ------------------------------------------------------ */
-
-/* Reads our epoch file for a grant that has no ETag (a renew or release by
- * epoch number, e.g. from another process) and fills the grant from it.
- * *base receives the file's payload. */
-static enum lock_code adopt_epoch_file(struct lock *lk, struct lock_grant *grant,
-				       int releasing, struct lock_payload *base,
-				       char *err, size_t errlen)
-{
-	struct lock_info info;
-	enum lock_code rc;
-	int missing, parsed = 0;
-
-	rc = read_epoch(lk, grant->epoch, &info, &missing, &parsed, err, errlen);
-	if (rc != LOCK_OK)
-		return rc;
-	if (missing) {
-		snprintf(err, errlen, "lock \"%s\": epoch %llu does not exist", lk->name,
-			 (unsigned long long)grant->epoch);
-		return LOCK_LOST;
-	}
-	if (info.state == LOCK_STATE_RELEASED) {
-		snprintf(err, errlen, "lock \"%s\": epoch %llu was released", lk->name,
-			 (unsigned long long)grant->epoch);
-		return LOCK_LOST;
-	}
-	if (!parsed) {
-		snprintf(err, errlen, "lock \"%s\": epoch file \"%s\" is unreadable", lk->name,
-			 info.key);
-		return LOCK_LOST;
-	}
-	/* A lapsed lease may be taken by a contender at any moment: renewing
-	 * it now could leave two holders believing in a live lease. */
-	if (!releasing && info.state == LOCK_STATE_LAPSED) {
-		snprintf(err, errlen, "lock \"%s\": the lease of epoch %llu has lapsed", lk->name,
-			 (unsigned long long)grant->epoch);
-		return LOCK_LOST;
-	}
-	*base = info.payload;
-	snprintf(grant->key, sizeof(grant->key), "%s", info.key);
-	snprintf(grant->etag, sizeof(grant->etag), "%s", info.etag);
-	snprintf(grant->nonce, sizeof(grant->nonce), "%s", info.payload.nonce);
-	snprintf(grant->holder, sizeof(grant->holder), "%s", info.payload.leader_id);
-	grant->ttl_ms = info.payload.validity_ms;
-	grant->renewals = info.payload.renewals;
-	return LOCK_OK;
-}
-
-/* After an ambiguous rewrite: 1 applied (etag/lm filled), 0 not applied (the
- * file is still the version we hold), -1 someone else changed it or it is
- * gone, -2 could not read. */
-static int rewrite_outcome(struct lock *lk, const char *key, const char *old_etag,
-			   const struct lock_payload *want, struct lock_created *out,
-			   char *err, size_t errlen)
-{
-	struct store_result res = STORE_RESULT_INIT;
-	struct lock_payload p;
-	enum store_code sc;
-	int r;
-
-	sc = store_get(lk->st, key, &res);
-	if (sc == STORE_NOT_FOUND) {
-		r = -1;
-	} else if (sc != STORE_OK) {
-		lock_store_error(err, errlen, "reading back", key, sc, &res);
-		r = -2;
-	} else if (strcmp(res.etag, old_etag) == 0) {
-		r = 0;
-	} else if (lock_payload_parse(res.body, res.body_len, &p) == 0 &&
-		   strcmp(p.nonce, want->nonce) == 0 && p.renewals == want->renewals &&
-		   p.expired == want->expired) {
-		snprintf(out->etag, sizeof(out->etag), "%s", res.etag);
-		out->last_modified = res.last_modified ? res.last_modified :
-				     timesrc_wall_ms(lk->time) / 1000;
-		r = 1;
-	} else {
-		r = -1;
-	}
-	store_result_clear(&res);
-	return r;
-}
-
-/* Renew (releasing = 0) or release (1): rewrite our epoch file If-Match. */
-static enum lock_code rewrite(struct lock *lk, struct lock_grant *grant, int releasing,
-			      char *err, size_t errlen)
-{
-	struct store_put_opts po = { .cond = STORE_COND_IF_MATCH,
-				     .content_type = "application/json" };
-	struct store_result res = STORE_RESULT_INIT;
-	struct lock_payload want;
-	struct lock_created done;
-	const char *what = releasing ? "releasing" : "renewing";
-	char *body = NULL;
-	uint64_t latest = 0;
-	enum lock_code rc;
-	enum store_code sc;
-	int attempt, ambiguous = 0, r;
-	int64_t send = 0, now;
-
-	if (!grant || grant->epoch == 0 || grant->epoch > LOCK_EPOCH_MAX) {
-		snprintf(err, errlen, "lock \"%s\": no epoch to %s", lk->name,
-			 releasing ? "release" : "renew");
-		return LOCK_ERR_INVALID;
-	}
-	rc = lock_latest_epoch(lk, &latest, err, errlen);
-	if (rc != LOCK_OK)
-		return rc;
-	if (latest != grant->epoch) {
-		if (latest > grant->epoch)
-			snprintf(err, errlen, "lock \"%s\": epoch %llu was superseded by epoch %llu",
-				 lk->name, (unsigned long long)grant->epoch,
-				 (unsigned long long)latest);
-		else
-			snprintf(err, errlen, "lock \"%s\": epoch %llu does not exist (latest is %llu)",
-				 lk->name, (unsigned long long)grant->epoch,
-				 (unsigned long long)latest);
-		return LOCK_LOST;
-	}
-	lock_epoch_key(lk, grant->epoch, grant->key, sizeof(grant->key));
-	memset(&want, 0, sizeof(want));
-	if (!grant->etag[0]) {
-		rc = adopt_epoch_file(lk, grant, releasing, &want, err, errlen);
-		if (rc != LOCK_OK)
-			return rc;
-	} else {
-		now = timesrc_mono_ms(lk->time);
-		/* Our deadline is send + ttl - margin; past send + ttl a contender
-		 * may already have judged the lease lapsed and taken epoch+1. */
-		if (!releasing && grant->deadline_mono_ms &&
-		    now >= grant->deadline_mono_ms + margin_for(lk, grant->ttl_ms)) {
-			snprintf(err, errlen, "lock \"%s\": the lease of epoch %llu ran out %lld ms "
-				 "ago, before this renewal", lk->name,
-				 (unsigned long long)grant->epoch,
-				 (long long)(now - grant->deadline_mono_ms -
-					     margin_for(lk, grant->ttl_ms)));
-			return LOCK_LOST;
-		}
-		snprintf(want.leader_id, sizeof(want.leader_id), "%s", grant->holder);
-		snprintf(want.nonce, sizeof(want.nonce), "%s", grant->nonce);
-		want.validity_ms = grant->ttl_ms;
-		want.renewals = grant->renewals;
-	}
-	lock_self_identity(want.host, sizeof(want.host), &want.pid);
-	want.expired = releasing;
-	if (!releasing)
-		want.renewals++;
-	body = lock_payload_format(&want);
-	if (!body) {
-		snprintf(err, errlen, "out of memory");
-		return LOCK_ERR_NOMEM;
-	}
-	po.etag = grant->etag;
-	memset(&done, 0, sizeof(done));
-	for (attempt = 0;; attempt++) {
-		now = timesrc_mono_ms(lk->time);
-		if (!send)
-			send = now;
-		sc = store_put(lk->st, grant->key, body, strlen(body), &po, &res);
-		if (sc == STORE_OK) {
-			snprintf(done.etag, sizeof(done.etag), "%s", res.etag);
-			done.last_modified = res.last_modified ? res.last_modified :
-					     timesrc_wall_ms(lk->time) / 1000;
-			break;
-		}
-		if ((sc == STORE_PRECONDITION_FAILED && !ambiguous) || sc == STORE_NOT_FOUND) {
-			snprintf(err, errlen, "lock \"%s\": epoch %llu was changed by someone else "
-				 "(%s)", lk->name, (unsigned long long)grant->epoch,
-				 store_strerror(sc));
-			rc = LOCK_LOST;
-			goto out;
-		}
-		if (sc != STORE_PRECONDITION_FAILED && sc != STORE_CONFLICT &&
-		    sc != STORE_ERR_IO && sc != STORE_ERR_SERVER) {
-			lock_store_error(err, errlen, what, grant->key, sc, &res);
-			rc = sc == STORE_ERR_NOMEM ? LOCK_ERR_NOMEM : LOCK_ERR_STORE;
-			goto out;
-		}
-		ambiguous = 1;
-		r = rewrite_outcome(lk, grant->key, grant->etag, &want, &done, err, errlen);
-		if (r == 1)
-			break;
-		if (r == -1) {
-			snprintf(err, errlen, "lock \"%s\": epoch %llu was changed by someone else",
-				 lk->name, (unsigned long long)grant->epoch);
-			rc = LOCK_LOST;
-			goto out;
-		}
-		if (attempt >= lk->max_create_retries) {
-			if (r == 0)
-				lock_store_error(err, errlen, what, grant->key, sc, &res);
-			rc = LOCK_ERR_STORE;
-			goto out;
-		}
-		timesrc_sleep_ms(lk->time, lock_backoff_ms(attempt, RETRY_BACKOFF_FIRST_MS,
-							   RETRY_BACKOFF_CAP_MS));
-	}
-	cache_latest(lk, grant->epoch, &want, done.etag, done.last_modified);
-	if (releasing) {
-		/* forget the ETag: a released epoch is never rewritten by us */
-		grant->etag[0] = '\0';
-		grant->deadline_mono_ms = 0;
-		grant->expires_at_ms = 0;
-	} else {
-		snprintf(grant->etag, sizeof(grant->etag), "%s", done.etag);
-		grant->renewals = want.renewals;
-		grant->deadline_mono_ms = send + grant->ttl_ms - margin_for(lk, grant->ttl_ms);
-		grant->expires_at_ms = done.last_modified * 1000 + grant->ttl_ms;
-	}
-	rc = LOCK_OK;
-out:
-	free(body);
-	store_result_clear(&res);
-	return rc;
-}
-
-enum lock_code lock_renew(struct lock *lk, struct lock_grant *grant, char *err, size_t errlen)
-{
-	return rewrite(lk, grant, 0, err, errlen);
-}
-
-enum lock_code lock_release(struct lock *lk, struct lock_grant *grant, char *err, size_t errlen)
-{
-	return rewrite(lk, grant, 1, err, errlen);
 }

@@ -1,4 +1,5 @@
-/* lock_int.h — what lock.c and lock_admin.c share: the struct lock and the
+/* lock_int.h — what lock.c, lock_renew.c and lock_admin.c share: the
+ * struct lock, reading and caching epoch files, and the
  * create-an-epoch-file step. Internal to libfencelock, not installed. */
 #ifndef FENCE_LOCK_INT_H
 #define FENCE_LOCK_INT_H
@@ -9,6 +10,8 @@
 #define LOCK_EPOCH_MAX  9999999999ULL   /* ten digits keep key order = epoch order */
 #define LOCK_LIST_PAGE  1000
 #define LOCK_LIST_PAGES_MAX 1000000     /* a bound on any listing loop */
+#define RETRY_BACKOFF_FIRST_MS  50
+#define RETRY_BACKOFF_CAP_MS    2000
 
 /* One lock NAME as seen by one client. Cached knowledge, all of it about the
  * latest epoch this struct lock has seen:
@@ -48,6 +51,22 @@ struct lock_created {
 enum lock_code lock_create_epoch(struct lock *lk, uint64_t epoch,
 				 const struct lock_payload *p, struct lock_created *out,
 				 char *err, size_t errlen);
+
+/* The holder's safety margin for a lease of ttl_ms: the lock's, else
+ * min(1 s + ttl/10, ttl/2). */
+int64_t lock_margin_for(const struct lock *lk, int64_t ttl_ms);
+
+/* Records that `epoch` exists (and, with p, what its file says: its ETag
+ * and Last-Modified) in lk's latest-epoch cache; an older epoch is
+ * ignored. */
+void lock_cache_latest(struct lock *lk, uint64_t epoch, const struct lock_payload *p,
+		       const char *etag, int64_t last_modified);
+
+/* Reads epoch file `epoch` into info and the cache. *missing = 1 when it
+ * does not exist; *parsed_out (may be NULL) = 1 when its payload could be
+ * read. LOCK_OK, or LOCK_ERR_* with a message in err. */
+enum lock_code lock_read_epoch(struct lock *lk, uint64_t epoch, struct lock_info *info,
+			       int *missing, int *parsed_out, char *err, size_t errlen);
 
 /* Fills out with 2*nbytes random hex digits (nbytes <= 32). Returns 0 or -1. */
 int lock_random_hex(char *out, size_t outlen, size_t nbytes);

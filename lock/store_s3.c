@@ -1,6 +1,8 @@
 /* store_s3.c — the S3 backend of the object store: GET, HEAD, conditional
  * PUT and DELETE, ListObjectsV2, each signed with SigV4 and sent on one
- * reusable libcurl easy handle, synchronously, with bounded retries.
+ * reusable libcurl easy handle, synchronously, with bounded retries. Where
+ * the bucket is (endpoint, addressing style, region, credentials) is
+ * settled once by store_s3_open.c.
  *
  * It never retries a conditional write blindly: a create or If-Match write
  * whose outcome is unknown (timeout, 5xx, 409) is returned as such, and the
@@ -11,9 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -21,6 +21,7 @@
 #include "s3xml.h"
 #include "wire/sigv4.h"
 #include "store.h"
+#include "store_s3_int.h"
 
 #define GET_BODY_MAX     ((size_t)16 << 20)  /* object bytes a GET may return */
 #define LIST_BODY_MAX    ((size_t)8 << 20)   /* XML of one listing page */
@@ -28,27 +29,10 @@
 #define KEY_MAX          1024                /* S3's limit, in bytes */
 #define BACKOFF_BASE_MS  100
 #define BACKOFF_CAP_MS   5000
-#define DEFAULT_TIMEOUT_MS 10000L
-#define DEFAULT_RETRIES  4
+
 #define META_PREFIX      "x-amz-meta-"
 /* host, date, sha256, token, content-type, if-match, if-none-match, meta */
 #define SIGNED_MAX       (7 + STORE_META_MAX)
-
-struct store_s3 {
-	struct store base;          /* first: the lock code holds a struct store * */
-	CURL *curl;                 /* one handle, so connections are reused */
-	char *host;                 /* Host header: "b.s3.eu-west-1.amazonaws.com", "127.0.0.1:5000" */
-	char *origin;               /* "scheme://host" */
-	char *path_base;            /* encoded path before the key: "", "/bucket", "/prefix/bucket" */
-	char *region;
-	char *ca_bundle;            /* AWS_CA_BUNDLE, or NULL */
-	struct aws_credentials cred;
-	long timeout_ms;
-	int max_retries;
-	const struct timesrc *time;
-	uint64_t jitter_state;
-	char curl_err[CURL_ERROR_SIZE];
-};
 
 /* A response body under a cap: reaching the cap aborts the transfer. */
 struct body_buf {
@@ -73,13 +57,6 @@ struct s3_call {
 
 /* --- small helpers ------------------------------------------------------ */
 
-static const char *env_nonempty(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
-}
-
 /* splitmix64: good enough to spread retries, seeded per store. */
 static uint64_t jitter_next(struct store_s3 *s)
 {
@@ -103,7 +80,7 @@ static int64_t backoff_ms(struct store_s3 *s, int retry)
 }
 
 /* A header value we may send: printable ASCII (no CR/LF injection). */
-static int header_safe(const char *v)
+int store_s3_header_safe(const char *v)
 {
 	for (; *v; v++)
 		if ((unsigned char)*v < 0x20 || (unsigned char)*v > 0x7e)
@@ -603,18 +580,18 @@ static enum store_code s3_put(struct store *st, const char *key, const void *bod
 		return refuse(res, "key must be 1 to 1024 bytes");
 	if (!body && len)
 		return refuse(res, "no body");
-	if (opts->cond == STORE_COND_IF_MATCH && (!opts->etag || !*opts->etag || !header_safe(opts->etag)))
+	if (opts->cond == STORE_COND_IF_MATCH && (!opts->etag || !*opts->etag || !store_s3_header_safe(opts->etag)))
 		return refuse(res, "If-Match needs an etag of printable characters");
 	if (opts->cond != STORE_COND_NONE && opts->cond != STORE_COND_IF_MATCH &&
 	    opts->cond != STORE_COND_IF_NONE_MATCH_ANY)
 		return refuse(res, "unknown put condition");
-	if (opts->content_type && (!*opts->content_type || !header_safe(opts->content_type)))
+	if (opts->content_type && (!*opts->content_type || !store_s3_header_safe(opts->content_type)))
 		return refuse(res, "bad content type");
 	if (opts->nmeta > STORE_META_MAX || (opts->nmeta && !opts->meta))
 		return refuse(res, "too much metadata");
 	for (i = 0; i < opts->nmeta; i++)
 		if (!meta_name_ok(opts->meta[i].name) || !opts->meta[i].value ||
-		    !header_safe(opts->meta[i].value))
+		    !store_s3_header_safe(opts->meta[i].value))
 			return refuse(res, "metadata names must be [A-Za-z0-9_-], values printable ASCII");
 	c.put = opts;
 	c.idempotent = opts->cond == STORE_COND_NONE;
@@ -635,7 +612,7 @@ static enum store_code s3_del(struct store *st, const char *key, const char *if_
 	store_result_clear(res);
 	if (!key_ok(key))
 		return refuse(res, "key must be 1 to 1024 bytes");
-	if (if_match && (!*if_match || !header_safe(if_match)))
+	if (if_match && (!*if_match || !store_s3_header_safe(if_match)))
 		return refuse(res, "If-Match needs an etag of printable characters");
 	code = perform(s, &c, &buf, res);
 	free(buf.data);
@@ -706,7 +683,7 @@ out:
 	return code;
 }
 
-static void s3_close(struct store *st)
+void store_s3_close(struct store *st)
 {
 	struct store_s3 *s = (struct store_s3 *)st;
 
@@ -725,190 +702,12 @@ static void s3_close(struct store *st)
 	free(s);
 }
 
-static const struct store_ops s3_ops = {
+const struct store_ops store_s3_ops = {
 	.scheme = "s3",
 	.get = s3_get,
 	.head = s3_head,
 	.put = s3_put,
 	.del = s3_del,
 	.list = s3_list,
-	.close = s3_close,
+	.close = store_s3_close,
 };
-
-/* --- opening ------------------------------------------------------------ */
-
-/* A bucket name usable as a DNS label in front of the endpoint host. */
-static int bucket_dns_ok(const char *b)
-{
-	size_t n = strlen(b);
-
-	if (n < 3 || n > 63 || b[0] == '-' || b[n - 1] == '-')
-		return 0;
-	for (; *b; b++)
-		if (!((*b >= 'a' && *b <= 'z') || (*b >= '0' && *b <= '9') || *b == '-'))
-			return 0;
-	return 1;
-}
-
-static int host_is_aws(const char *host)
-{
-	static const char suffix[] = ".amazonaws.com";
-	size_t n = strlen(host), m = sizeof(suffix) - 1;
-
-	return n > m && strcasecmp(host + n - m, suffix) == 0;
-}
-
-/* Splits the endpoint and fills host, origin and path_base. Returns 0, or -1
- * with err set. */
-static int set_address(struct store_s3 *s, const char *endpoint, int path_style,
-		       const char *bucket, char *err, size_t errlen)
-{
-	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *port = NULL, *epath = NULL, *ebucket = NULL;
-	int rc = -1, default_port;
-	size_t plen;
-
-	if (!u) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	if (curl_url_set(u, CURLUPART_URL, endpoint, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
-		snprintf(err, errlen, "endpoint \"%s\" is not a URL (e.g. https://s3.eu-west-1.amazonaws.com)",
-			 endpoint);
-		goto out;
-	}
-	if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
-		snprintf(err, errlen, "endpoint \"%s\": scheme must be http or https", endpoint);
-		goto out;
-	}
-	if (curl_url_get(u, CURLUPART_PORT, &port, 0) != CURLUE_OK)
-		port = NULL;
-	if (curl_url_get(u, CURLUPART_PATH, &epath, 0) != CURLUE_OK)
-		epath = NULL;
-	plen = epath ? strlen(epath) : 0;
-	while (plen && epath[plen - 1] == '/')
-		epath[--plen] = '\0';
-
-	if (path_style < 0) {
-		/* auto: virtual-hosted only on AWS itself (the default endpoint
-		 * is), and only for names that make a valid TLS host name */
-		path_style = !host_is_aws(host) || !bucket_dns_ok(bucket);
-	}
-	default_port = port && ((strcmp(scheme, "https") == 0 && strcmp(port, "443") == 0) ||
-				(strcmp(scheme, "http") == 0 && strcmp(port, "80") == 0));
-	if (port && default_port) {
-		curl_free(port);
-		port = NULL;
-	}
-	if (asprintf(&s->host, "%s%s%s%s%s", path_style ? "" : bucket, path_style ? "" : ".",
-		     host, port ? ":" : "", port ? port : "") < 0) {
-		s->host = NULL;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	if (asprintf(&s->origin, "%s://%s", scheme, s->host) < 0) {
-		s->origin = NULL;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	if (path_style) {
-		ebucket = sigv4_uri_encode(bucket, strlen(bucket), 1);
-		if (!ebucket || asprintf(&s->path_base, "%s/%s", epath ? epath : "", ebucket) < 0) {
-			s->path_base = NULL;
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-	} else if (!(s->path_base = strdup(epath ? epath : ""))) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	rc = 0;
-out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(port);
-	curl_free(epath);
-	free(ebucket);
-	curl_url_cleanup(u);
-	return rc;
-}
-
-struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
-			    char *err, size_t errlen)
-{
-	struct store_s3 *s = NULL;
-	const char *region, *endpoint, *ca;
-	char *default_endpoint = NULL;
-	size_t i;
-
-	if (!bucket || !*bucket) {
-		snprintf(err, errlen, "no bucket given");
-		return NULL;
-	}
-	for (i = 0; bucket[i]; i++)
-		if (bucket[i] == '/' || (unsigned char)bucket[i] <= 0x20 || (unsigned char)bucket[i] >= 0x7f) {
-			snprintf(err, errlen, "bucket name \"%s\" is not valid", bucket);
-			return NULL;
-		}
-	s = calloc(1, sizeof(*s));
-	if (!s) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	s->base.ops = &s3_ops;
-	s->time = cfg->time ? cfg->time : timesrc_system();
-	s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
-	s->max_retries = cfg->max_retries == 0 ? DEFAULT_RETRIES :
-			 cfg->max_retries < 0 ? 0 : cfg->max_retries;
-	if (getrandom(&s->jitter_state, sizeof(s->jitter_state), GRND_NONBLOCK) !=
-	    (ssize_t)sizeof(s->jitter_state))
-		s->jitter_state = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s;
-
-	region = cfg->region && *cfg->region ? cfg->region : env_nonempty("AWS_REGION");
-	if (!region)
-		region = env_nonempty("AWS_DEFAULT_REGION");
-	if (!region)
-		region = "us-east-1";
-	if (!header_safe(region) || strchr(region, '/') || !(s->region = strdup(region))) {
-		snprintf(err, errlen, "bad region \"%s\"", region);
-		goto fail;
-	}
-	endpoint = cfg->endpoint && *cfg->endpoint ? cfg->endpoint : env_nonempty("AWS_ENDPOINT_URL_S3");
-	if (!endpoint)
-		endpoint = env_nonempty("AWS_ENDPOINT_URL");
-	if (!endpoint) {
-		if (asprintf(&default_endpoint, "https://s3.%s.amazonaws.com", region) < 0) {
-			default_endpoint = NULL;
-			snprintf(err, errlen, "out of memory");
-			goto fail;
-		}
-		endpoint = default_endpoint;
-	}
-	if (set_address(s, endpoint, cfg->path_style, bucket, err, errlen) < 0)
-		goto fail;
-	ca = env_nonempty("AWS_CA_BUNDLE");
-	if (ca && !(s->ca_bundle = strdup(ca))) {
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
-	if (aws_credentials_load(cfg->profile, &s->cred, err, errlen) < 0)
-		goto fail;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		snprintf(err, errlen, "libcurl initialisation failed");
-		goto fail;
-	}
-	s->curl = curl_easy_init();
-	if (!s->curl) {
-		curl_global_cleanup();
-		snprintf(err, errlen, "libcurl initialisation failed");
-		goto fail;
-	}
-	free(default_endpoint);
-	return &s->base;
-fail:
-	free(default_endpoint);
-	s3_close(&s->base);
-	return NULL;
-}

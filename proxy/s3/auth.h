@@ -4,9 +4,9 @@
  * lookup callback):
  *   1. auth_verify_head() on the request head: header auth (Authorization:
  *      AWS4-HMAC-SHA256 ...) or a presigned URL (X-Amz-* query), rebuilt with
- *      wire/sigv4.c's canonicalization and compared in constant time. It
- *      says how the body is protected (enum auth_payload) and hands over what
- *      the body checks need (signing key, scope, seed signature).
+ *      wire/sigv4_canon.c's canonicalization and compared in constant time.
+ *      It says how the body is protected (enum auth_payload) and hands over
+ *      what the body checks need (signing key, scope, seed signature).
  *   2. The body: auth_body_* checks a signed payload hash as the body
  *      streams; aws-chunked bodies go through awschunked.h instead.
  * Both body filters emit the body's final byte only after it is verified,

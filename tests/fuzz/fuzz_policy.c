@@ -1,5 +1,5 @@
 /* fuzz_policy.c — libFuzzer target for the configuration parser
- * (policy/policy.c): any bytes as a config file.
+ * (policy/): any bytes as a config file.
  *
  * Checks that a refusal always leaves a non-empty "path: reason" message,
  * and that an accepted policy keeps its promises: routes sorted longest

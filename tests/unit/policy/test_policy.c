@@ -1,4 +1,4 @@
-/* test_policy.c — the configuration (policy/policy.c): DESIGN.md's sketch
+/* test_policy.c — the configuration (policy/): DESIGN.md's sketch
  * and the example configs load, every refusal names its key path, defaults
  * match the table, longest-prefix routing, permissions, the no-config
  * default, and README.md documents every key with its default. */

@@ -1,4 +1,4 @@
-/* test_sigv4.c — wire/sigv4.c against every published vector in
+/* test_sigv4.c — wire/sigv4 against every published vector in
  * tests/testdata/sigv4 (override with FENCE_SIGV4_TESTDATA): the classic
  * aws4_testsuite, the aws-c-auth aws-signing-test-suite/v4 (header and
  * presigned variants), and the worked S3 examples (header, presigned,

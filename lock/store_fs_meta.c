@@ -1,0 +1,471 @@
+/* store_fs_meta.c — one object of the local-directory store on disk: the
+ * file's bytes and ETag (MD5), its sidecar under DIR/.fencegate/meta (ETag,
+ * identity, size, Last-Modified, content type, user metadata) and whether
+ * the sidecar still describes that very file, and the fsynced temp files a
+ * write starts from. It takes no locks and makes no directories: the
+ * callers in store_fs.c and store_fs_list.c hold the key's lock and open
+ * its directories. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "store.h"
+#include "store_fs_int.h"
+
+#include "wire/pct.h"
+
+/* What the sidecar says about one object. valid = it was read and parsed.
+ * ident names the very file the sidecar describes: its inode and its mtime,
+ * whose nanoseconds the writer sets to a random tag, so that neither a file
+ * replaced by hand nor a reused inode passes for it. */
+struct fs_meta {
+	int valid;
+	char etag[STORE_ETAG_MAX];
+	char ident[FS_IDENT_MAX];
+	int64_t size;
+	int64_t last_modified;
+	cJSON *json;               /* owns the parsed sidecar, for user metadata */
+};
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void etag_from_digest(const unsigned char *md, unsigned int mdlen,
+			     char etag[STORE_ETAG_MAX])
+{
+	etag[0] = '"';
+	hex_encode(md, mdlen, etag + 1);
+	etag[1 + 2 * mdlen] = '"';
+	etag[2 + 2 * mdlen] = '\0';
+}
+
+int store_fs_etag_of_buffer(const void *data, size_t len, char etag[STORE_ETAG_MAX])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(data ? data : "", len, md, &mdlen, EVP_md5(), NULL))
+		return -1;
+	etag_from_digest(md, mdlen, etag);
+	return 0;
+}
+
+/* MD5 of what fd holds from offset 0. Returns 0, or -1 with errno set. */
+static int etag_of_fd(int fd, char etag[STORE_ETAG_MAX])
+{
+	unsigned char md[EVP_MAX_MD_SIZE], buf[65536];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	off_t off = 0;
+	int rc = -1;
+
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
+		errno = ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		off += n;
+		if (!EVP_DigestUpdate(ctx, buf, (size_t)n)) {
+			errno = EIO;
+			goto out;
+		}
+	}
+	if (!EVP_DigestFinal_ex(ctx, md, &mdlen)) {
+		errno = EIO;
+		goto out;
+	}
+	etag_from_digest(md, mdlen, etag);
+	rc = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+/* Reads a whole small file at dir_fd/name into a NUL-terminated buffer.
+ * Returns NULL with errno set (EFBIG when over max). */
+static char *read_small_file(int dir_fd, const char *name, size_t max, size_t *len)
+{
+	struct stat sb;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd;
+
+	fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &sb) < 0)
+		goto fail;
+	if (!S_ISREG(sb.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if ((uint64_t)sb.st_size > max) {
+		errno = EFBIG;
+		goto fail;
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (!buf)
+		goto fail;
+	while (got < (size_t)sb.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)sb.st_size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*len = got;
+	close(fd);
+	return buf;
+fail:
+	{
+		int e = errno;
+
+		free(buf);
+		close(fd);
+		errno = e;
+	}
+	return NULL;
+}
+
+/* Reads key's sidecar; m->valid stays 0 when it is missing or unreadable. */
+static void meta_read(int meta_dir_fd, const char *leaf, struct fs_meta *m)
+{
+	cJSON *json = NULL, *item;
+	char *text = NULL;
+	size_t len = 0;
+
+	memset(m, 0, sizeof(*m));
+	if (meta_dir_fd < 0)
+		return;
+	text = read_small_file(meta_dir_fd, leaf, FS_META_FILE_MAX, &len);
+	if (!text)
+		return;
+	json = cJSON_ParseWithLength(text, len);
+	free(text);
+	if (!json)
+		return;
+	item = cJSON_GetObjectItemCaseSensitive(json, "etag");
+	if (!cJSON_IsString(item) || strlen(item->valuestring) >= STORE_ETAG_MAX)
+		goto bad;
+	snprintf(m->etag, sizeof(m->etag), "%s", item->valuestring);
+	item = cJSON_GetObjectItemCaseSensitive(json, "ident");
+	if (!cJSON_IsString(item) || strlen(item->valuestring) >= FS_IDENT_MAX)
+		goto bad;
+	snprintf(m->ident, sizeof(m->ident), "%s", item->valuestring);
+	item = cJSON_GetObjectItemCaseSensitive(json, "size");
+	if (!cJSON_IsNumber(item))
+		goto bad;
+	m->size = (int64_t)item->valuedouble;
+	item = cJSON_GetObjectItemCaseSensitive(json, "lastModified");
+	if (!cJSON_IsNumber(item))
+		goto bad;
+	m->last_modified = (int64_t)item->valuedouble;
+	m->json = json;
+	m->valid = 1;
+	return;
+bad:
+	cJSON_Delete(json);
+}
+
+static void file_ident(const struct stat *sb, char ident[FS_IDENT_MAX])
+{
+	snprintf(ident, FS_IDENT_MAX, "%ju:%jd:%ld", (uintmax_t)sb->st_ino,
+		 (intmax_t)sb->st_mtim.tv_sec, (long)sb->st_mtim.tv_nsec);
+}
+
+void store_fs_object_free(struct fs_object *obj)
+{
+	free(obj->body);
+	cJSON_Delete(obj->json);
+	memset(obj, 0, sizeof(*obj));
+}
+
+/* Reads the object leaf in data_fd (its sidecar in meta_fd, may be -1): size,
+ * ETag, Last-Modified and, if want_body, the bytes. The sidecar is trusted
+ * only if it names this very file (inode, mtime and size); otherwise (a crash
+ * between the two renames, or a file dropped in by hand) the ETag is the MD5
+ * of the content and Last-Modified the file's mtime. Returns STORE_OK,
+ * STORE_NOT_FOUND (absent, or a directory), STORE_ERR_INVALID (a symlink or
+ * special file) or a failure. */
+enum store_code store_fs_object_read(int data_fd, int meta_fd, const char *leaf,
+				     const char *key, int want_body,
+				     struct fs_object *obj, struct store_result *res)
+{
+	struct fs_meta m = { 0 };
+	char ident[FS_IDENT_MAX];
+	struct stat sb;
+	enum store_code code;
+	int fd = -1;
+
+	memset(obj, 0, sizeof(*obj));
+	fd = openat(data_fd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey", "no object \"%s\"", key);
+		if (errno == ELOOP)
+			return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+					     "key \"%s\" is a symlink in the store directory; refusing to follow it", key);
+		if (errno == ENAMETOOLONG)
+			return store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey", "no object \"%s\"", key);
+		return store_fs_fail_io(res, "open object", key, errno);
+	}
+	if (fstat(fd, &sb) < 0) {
+		code = store_fs_fail_io(res, "stat object", key, errno);
+		goto out;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		code = store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey", "no object \"%s\"", key);
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+				     "key \"%s\" is not a regular file in the store directory", key);
+		goto out;
+	}
+	obj->size = sb.st_size;
+	if (want_body) {
+		size_t got = 0;
+
+		obj->body = malloc((size_t)sb.st_size + 1);
+		if (!obj->body) {
+			code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory reading \"%s\"", key);
+			goto out;
+		}
+		while (got < (size_t)sb.st_size) {
+			ssize_t n = pread(fd, obj->body + got, (size_t)sb.st_size - got, (off_t)got);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				code = store_fs_fail_io(res, "read object", key, errno);
+				goto out;
+			}
+			if (n == 0)
+				break;
+			got += (size_t)n;
+		}
+		obj->body[got] = '\0';
+		obj->size = (int64_t)got;
+	}
+	meta_read(meta_fd, leaf, &m);
+	file_ident(&sb, ident);
+	if (m.valid && strcmp(m.ident, ident) == 0 && m.size == obj->size) {
+		snprintf(obj->etag, sizeof(obj->etag), "%s", m.etag);
+		obj->last_modified = m.last_modified;
+		obj->json = m.json;
+		m.json = NULL;
+	} else {
+		int rc = want_body ? store_fs_etag_of_buffer(obj->body, (size_t)obj->size, obj->etag)
+				   : etag_of_fd(fd, obj->etag);
+
+		if (rc < 0) {
+			code = store_fs_fail_io(res, "checksum object", key, errno);
+			goto out;
+		}
+		obj->last_modified = (int64_t)sb.st_mtime;
+	}
+	code = STORE_OK;
+out:
+	cJSON_Delete(m.json);
+	store_fs_close_fd(&fd);
+	if (code != STORE_OK)
+		store_fs_object_free(obj);
+	return code;
+}
+
+/* Writes data to a new file in the reserved temp directory, sets its mtime
+ * to mtime_s (plus random nanoseconds, see struct fs_meta), and fsyncs it.
+ * name receives its name, ident its identity (file_ident). */
+enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_t len,
+				    int64_t mtime_s, const char *key, char *name,
+				    size_t namelen, char ident[FS_IDENT_MAX],
+				    struct store_result *res)
+{
+	struct timespec times[2];
+	struct stat sb;
+	uint32_t tag = 0;
+	int fd = -1, tries, e;
+
+	if (fs->tmp_fd < 0)
+		return store_fs_fail(res, STORE_ERR_IO, "InternalError",
+				     "store directory has no usable \"" FS_RESERVED "/tmp\" (read-only?)");
+	for (tries = 0; tries < 100; tries++) {
+		snprintf(name, namelen, "t%ld-%lx-%lu", (long)getpid(),
+			 (unsigned long)(uintptr_t)fs, fs->tmp_seq++);
+		fd = openat(fs->tmp_fd, name,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return store_fs_fail_io(res, "create temp file for key", key, errno);
+	if (write_all(fd, data, len) < 0)
+		goto io;
+	if (RAND_bytes((unsigned char *)&tag, sizeof(tag)) != 1)
+		tag = (uint32_t)(fs->tmp_seq * 2654435761u);
+	times[0].tv_sec = times[1].tv_sec = (time_t)mtime_s;
+	times[0].tv_nsec = times[1].tv_nsec = (long)(tag % 1000000000u);
+	if (futimens(fd, times) < 0 || fsync(fd) < 0 || fstat(fd, &sb) < 0)
+		goto io;
+	if (close(fd) < 0) {
+		fd = -1;
+		goto io;
+	}
+	file_ident(&sb, ident); /* read back: the file system may round */
+	return STORE_OK;
+io:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlinkat(fs->tmp_fd, name, 0);
+	name[0] = '\0';
+	return store_fs_fail_io(res, "write temp file for key", key, e);
+}
+
+void store_fs_temp_remove(struct fs_store *fs, char *name)
+{
+	if (name[0])
+		unlinkat(fs->tmp_fd, name, 0);
+	name[0] = '\0';
+}
+
+/* Checks user metadata: at most STORE_META_MAX pairs, names non-empty,
+ * neither names nor values with control bytes. */
+enum store_code store_fs_check_user_meta(const struct store_put_opts *opts,
+					 struct store_result *res)
+{
+	size_t i;
+	const char *p;
+
+	if (opts->nmeta > STORE_META_MAX)
+		return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+				     "too many metadata pairs (%zu, at most %d)", opts->nmeta, STORE_META_MAX);
+	if (opts->nmeta && !opts->meta)
+		return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument", "metadata pairs missing");
+	for (i = 0; i < opts->nmeta; i++) {
+		const struct store_meta *m = &opts->meta[i];
+
+		if (!m->name || !*m->name || !m->value)
+			return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+					     "metadata pair %zu has no name or value", i);
+		for (p = m->name; *p; p++)
+			if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == ':')
+				return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+						     "metadata name \"%s\" has a forbidden byte", m->name);
+		for (p = m->value; *p; p++)
+			if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
+				return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+						     "metadata \"%s\" has a control byte in its value", m->name);
+	}
+	if (opts->content_type)
+		for (p = opts->content_type; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+						     "content type has a control byte");
+	return STORE_OK;
+}
+
+/* The sidecar text for an object; NULL when out of memory. */
+char *store_fs_meta_render(const char *etag, const char *ident, size_t size,
+			   int64_t last_modified, const struct store_put_opts *opts)
+{
+	cJSON *json = cJSON_CreateObject(), *user = NULL;
+	char *text = NULL, *lower = NULL;
+	size_t i, j;
+
+	if (!json)
+		return NULL;
+	if (!cJSON_AddNumberToObject(json, "v", 1) ||
+	    !cJSON_AddStringToObject(json, "etag", etag) ||
+	    !cJSON_AddStringToObject(json, "ident", ident) ||
+	    !cJSON_AddNumberToObject(json, "size", (double)size) ||
+	    !cJSON_AddNumberToObject(json, "lastModified", (double)last_modified) ||
+	    !cJSON_AddStringToObject(json, "contentType",
+				     opts->content_type ? opts->content_type
+							: "application/octet-stream"))
+		goto out;
+	user = cJSON_AddObjectToObject(json, "meta");
+	if (!user)
+		goto out;
+	for (i = 0; i < opts->nmeta; i++) {
+		lower = strdup(opts->meta[i].name);
+		if (!lower)
+			goto out;
+		for (j = 0; lower[j]; j++)
+			if (lower[j] >= 'A' && lower[j] <= 'Z')
+				lower[j] = (char)(lower[j] - 'A' + 'a');
+		cJSON_DeleteItemFromObjectCaseSensitive(user, lower);
+		if (!cJSON_AddStringToObject(user, lower, opts->meta[i].value))
+			goto out;
+		free(lower);
+		lower = NULL;
+	}
+	text = cJSON_PrintUnformatted(json);
+out:
+	free(lower);
+	cJSON_Delete(json);
+	return text;
+}
+
+/* Copies the sidecar's user metadata into res. */
+enum store_code store_fs_result_take_meta(const cJSON *json, const char *key,
+					  struct store_result *res)
+{
+	const cJSON *user = cJSON_GetObjectItemCaseSensitive(json, "meta"), *item;
+
+	if (!cJSON_IsObject(user))
+		return STORE_OK;
+	cJSON_ArrayForEach(item, user) {
+		if (res->nmeta >= STORE_META_MAX)
+			break;
+		if (!item->string || !cJSON_IsString(item))
+			continue;
+		res->meta[res->nmeta].name = strdup(item->string);
+		res->meta[res->nmeta].value = strdup(item->valuestring);
+		res->nmeta++;
+		if (!res->meta[res->nmeta - 1].name || !res->meta[res->nmeta - 1].value)
+			return store_fs_fail(res, STORE_ERR_NOMEM, NULL,
+					     "out of memory reading metadata of \"%s\"", key);
+	}
+	return STORE_OK;
+}

@@ -1,0 +1,189 @@
+/* s3local_int.h — what the embedded S3 server's files share (s3local.c,
+ * the handler, replies and life cycle; s3local_bucket.c, bucket stores and
+ * bucket jobs; s3local_list.c, listings; s3local_object.c, object jobs and
+ * the compare-and-swap). Not a public interface: s3local.h is.
+ *
+ * One struct s3l_call per request, made on the loop and filled with copies
+ * of what its job needs; a job (s3l_run_*) runs on a worker thread and only
+ * fills the call's outcome, which job_done in s3local.c answers on the
+ * loop. */
+#ifndef FENCE_S3LOCAL_INT_H
+#define FENCE_S3LOCAL_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "http/jobs.h"
+#include "http/proxy.h"
+#include "s3local.h"
+#include "lock/store.h"
+
+#define S3L_WORKERS_MAX   64        /* jobs_new allows 1..64 threads */
+#define S3L_CACHE_SLOTS   16        /* open bucket stores per worker */
+#define S3L_BUCKET_MAX    63
+#define S3L_KEY_MAX       1024
+#define S3L_META_BYTES    2048      /* S3's limit on user metadata */
+#define S3L_CONFIG_MAX    (64 * 1024) /* CreateBucketConfiguration body */
+#define S3L_LIST_PAGE     1000
+#define S3L_LIST_PAGES    100000    /* store pages per listing request, a guard */
+#define S3L_XMLNS         "http://s3.amazonaws.com/doc/2006-03-01/"
+#define S3L_XML_DECL      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+struct cached_store {
+	char bucket[S3L_BUCKET_MAX + 1];
+	dev_t dev;                  /* identity of the directory it was opened on */
+	ino_t ino;
+	struct store *st;
+	unsigned long used;         /* LRU tick */
+};
+
+/* Only ever touched by the worker thread of the same index. */
+struct worker_cache {
+	struct cached_store slot[S3L_CACHE_SLOTS];
+	unsigned long tick;
+};
+
+struct s3local {
+	struct event_base *base;
+	struct jobs *jobs;
+	char *data_dir;
+	size_t max_object;
+	/* Bucket lifetime: object and listing jobs hold it shared (a store
+	 * open would re-create a deleted bucket's directory), CreateBucket
+	 * and DeleteBucket exclusive. */
+	pthread_rwlock_t buckets;
+	unsigned long trash_seq;    /* under buckets, exclusive */
+	struct worker_cache cache[S3L_WORKERS_MAX];
+};
+
+enum s3l_op {
+	OP_LIST_BUCKETS,
+	OP_CREATE_BUCKET,
+	OP_HEAD_BUCKET,
+	OP_DELETE_BUCKET,
+	OP_LOCATION,
+	OP_LIST_V1,
+	OP_LIST_V2,
+	OP_PUT,
+	OP_GET,
+	OP_HEAD,
+	OP_DELETE,
+};
+
+/* One request. Made on the loop, filled with copies of everything the job
+ * needs (the job never reads the req); freed once the request is answered
+ * or abandoned (never through the req's ctx slot, which earlier handlers
+ * such as fencing use). */
+struct s3l_call {
+	struct s3local *s;
+	struct proxy_req *req;
+	enum s3l_op op;
+	char bucket[S3L_BUCKET_MAX + 1];
+	char *key;                  /* decoded; NULL for bucket operations */
+
+	/* request body */
+	char *body;
+	size_t body_len, body_cap, body_max;
+	int keep_body;              /* 0: bytes are read and dropped */
+	int aws_chunked;
+	int64_t decoded_length;     /* x-amz-decoded-content-length, -1 none */
+
+	/* request headers */
+	char *content_type;
+	struct store_meta meta[STORE_META_MAX];
+	size_t nmeta;
+	char *if_match, *if_none_match;
+	int64_t if_modified_since, if_unmodified_since; /* 0: none */
+	char *range;
+	char *content_md5;
+	int has_epoch;
+	uint64_t epoch;
+	uint64_t lock_epoch;        /* X-Fencing-Epoch-Current: the lock's, 0 none */
+
+	/* listing parameters (decoded) */
+	char *prefix, *delimiter, *start_after, *token, *marker;
+	int max_keys;
+	int url_encoding;
+
+	/* GET/HEAD response overrides (response-content-type & co.) */
+	struct store_meta overrides[6];
+	size_t noverrides;
+
+	/* outcome, filled by the job */
+	int status;
+	const char *err_code;       /* static; NULL on success */
+	char err_msg[512];
+	int has_object_epoch;
+	uint64_t object_epoch;      /* for 409 FencingTokenStale */
+	struct store_result res;    /* GET/HEAD/PUT answer */
+	int64_t range_start, range_len; /* the part of res.body to send */
+	int partial;                /* 206 */
+	char *xml;                  /* listing answers; malloc'd */
+	size_t xml_len;
+};
+
+#define S3L_QUERY_MAX 32
+
+struct s3l_query {
+	char *name[S3L_QUERY_MAX];
+	char *value[S3L_QUERY_MAX]; /* NULL for "?name" without '=' */
+	size_t n;
+};
+
+/* ---- s3local.c: helpers, replies, request parsing ---------------------- */
+
+/* Records an error outcome on c; message is printf-style. */
+__attribute__((format(printf, 4, 5)))
+void s3l_call_fail(struct s3l_call *c, int status, const char *code, const char *fmt, ...);
+/* 1 if s[0..n) is well-formed UTF-8 (no overlongs, no surrogates). */
+int s3l_utf8_valid(const unsigned char *s, size_t n);
+/* Unix seconds t as an HTTP-date ("Sun, 06 Nov 1994 08:49:37 GMT"). */
+void s3l_http_date(int64_t t, char *buf, size_t len);
+/* Answer req with an S3 error (501 NotImplemented naming what, or status
+ * and code); both return PROXY_HANDLED. */
+enum proxy_action s3l_not_implemented(struct proxy_req *req, const char *what);
+enum proxy_action s3l_bad_request(struct proxy_req *req, int status, const char *code,
+				  const char *msg);
+/* The value of name: NULL when absent, "" when given without '='; *present
+ * (may be NULL) says whether it was given. */
+const char *s3l_query_get(const struct s3l_query *q, const char *name, int *present);
+
+/* ---- s3local_bucket.c: bucket stores and bucket jobs ------------------- */
+
+/* 1 if b[0..n) follows S3's bucket naming rules. */
+int s3l_bucket_name_valid(const char *b, size_t n);
+/* The store of c->bucket for this thread, with c->s->buckets held; *owned
+ * = 1 when the caller must pass it to s3l_release_store() to close it.
+ * NULL with c failed (NoSuchBucket or an error). */
+struct store *s3l_bucket_store(struct s3l_call *c, int *owned);
+void s3l_release_store(struct store *st, int owned);
+/* Fails c with the S3 error for a failed store answer. */
+void s3l_fail_from_store(struct s3l_call *c, const struct store_result *res);
+void s3l_run_create_bucket(struct s3l_call *c);
+void s3l_run_head_bucket(struct s3l_call *c);
+void s3l_run_delete_bucket(struct s3l_call *c);
+void s3l_run_location(struct s3l_call *c);
+
+/* ---- s3local_list.c: listings ------------------------------------------ */
+
+void s3l_run_list_buckets(struct s3l_call *c);
+/* ListObjects V1 or V2 (c->op). */
+void s3l_run_list(struct s3l_call *c);
+/* Listing parameters from q into c. Returns 0, or -1 after replying. */
+int s3l_take_list_params(struct s3l_call *c, const struct s3l_query *q);
+
+/* ---- s3local_object.c: objects ------------------------------------------ */
+
+void s3l_run_put(struct s3l_call *c);
+void s3l_run_delete(struct s3l_call *c);
+/* GetObject or HeadObject (c->op). */
+void s3l_run_get_or_head(struct s3l_call *c);
+/* The object's headers of a GET/HEAD answer (or its 304) into h. */
+void s3l_object_headers(struct s3l_call *c, struct front_hdrs *h);
+/* Object request headers (and GET's response- parameters in q) into c.
+ * Returns 0, or -1 after replying. */
+int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q);
+
+#endif
