@@ -78,7 +78,7 @@ static int check_path_prefix(const char *v, char *why, size_t whylen);
 static int check_key_prefix(const char *v, char *why, size_t whylen);
 static int check_env_name(const char *v, char *why, size_t whylen);
 static int check_access_key(const char *v, char *why, size_t whylen);
-static int check_access_log(const char *v, char *why, size_t whylen);
+static int check_log_file(const char *v, char *why, size_t whylen);
 
 #define P(f)  offsetof(struct policy, f)
 #define T(f)  offsetof(struct policy_tls, f)
@@ -216,7 +216,10 @@ static const struct key keys[] = {
 	{ "log.level", KT_NAME, "\"info\"", 0, 0, 0, LOG(level), 0, 0, level_names, NULL,
 	  "\"error\", \"warn\", \"info\" or \"debug\"" },
 	{ "log.access_log", KT_STRING, NULL, 1, STR_MAX, 0, LOG(access_log), 0, 0, NULL,
-	  check_access_log, "access log file, \"-\" for stderr; absent: no access log" },
+	  check_log_file, "access log file, \"-\" for stderr; absent: no access log" },
+	{ "log.error_log", KT_STRING, NULL, 1, STR_MAX, 0, LOG(error_log), 0, 0, NULL,
+	  check_log_file, "error log file (stderr is pointed at it), \"-\" for stderr; "
+	  "absent: stderr" },
 	{ "log.format", KT_NAME, "\"json\"", 0, 0, 0, LOG(format), 0, 0, format_names, NULL,
 	  "access log format: \"json\" (one object per line)" },
 };
@@ -851,7 +854,7 @@ static int check_access_key(const char *v, char *why, size_t whylen)
 	return 0;
 }
 
-static int check_access_log(const char *v, char *why, size_t whylen)
+static int check_log_file(const char *v, char *why, size_t whylen)
 {
 	if (strcmp(v, "-") == 0 || v[0] == '/')
 		return 0;
@@ -1257,6 +1260,7 @@ static void policy_destroy(struct policy *p)
 	free(cs);
 	free(p->by_key);
 	free(p->log.access_log);
+	free(p->log.error_log);
 	free(p->source);
 	free(p);
 }

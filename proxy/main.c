@@ -25,6 +25,7 @@
 #include "fence/lockapi.h"
 #include "fence/lockreg.h"
 #include "ops/log.h"
+#include "ops/logfile.h"
 #include "ops/metrics.h"
 #include "policy/policy.h"
 #include "http/proxy.h"
@@ -45,6 +46,7 @@ struct options {
 	long drain_ms;
 	const char *check_bucket;
 	const char *access_log;
+	const char *error_log;
 	long refresh_ms;
 	long workers;
 	long barrier_timeout_ms;
@@ -79,6 +81,8 @@ static void usage(FILE *out)
 "  --log-level LEVEL      debug, info (default), warn, error or off\n"
 "  --access-log FILE      one JSON line per request to FILE (\"-\": stderr, the\n"
 "                         default; \"off\": none)\n"
+"  --error-log FILE       the log (and anything else on stderr) to FILE (\"-\":\n"
+"                         stderr, the default)\n"
 "  --check-bucket BUCKET  S3 mode: run the backend self-test (conditional writes\n"
 "                         honoured?) in BUCKET at start; /_fence/health is 200\n"
 "                         only once it passed (each lock's bucket is also\n"
@@ -107,9 +111,10 @@ static void usage(FILE *out)
 "\n"
 "Limit flags given with -c override the file's \"limits\".\n"
 "\n"
-"Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, exit 0.\n"
-"SIGHUP reloads the configuration file (checked first; a bad one is logged and\n"
-"the running configuration stays).\n");
+"Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, exit 0 (a\n"
+"second one exits at once). SIGHUP reloads the configuration file (checked\n"
+"first; a bad one is logged and the running configuration stays). SIGUSR1\n"
+"reopens the access and error log files (after logrotate renamed them).\n");
 }
 
 /* "250ms", "10s", "2m", "3" (seconds) -> milliseconds; -1 if malformed. */
@@ -149,7 +154,7 @@ enum {
 	OPT_SEND_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_UPSTREAM_TIMEOUT, OPT_TOTAL_TIMEOUT,
 	OPT_DRAIN_TIMEOUT, OPT_MAX_HEADER_BYTES, OPT_MAX_HEADERS, OPT_MAX_URL_BYTES,
 	OPT_REPLAY_BYTES, OPT_CHECK_BUCKET, OPT_ACCESS_LOG, OPT_LOCK_REFRESH, OPT_WORKERS,
-	OPT_BARRIER_TIMEOUT,
+	OPT_BARRIER_TIMEOUT, OPT_ERROR_LOG,
 };
 
 static const struct option long_options[] = {
@@ -177,6 +182,7 @@ static const struct option long_options[] = {
 	{ "replay-bytes", required_argument, NULL, OPT_REPLAY_BYTES },
 	{ "check-bucket", required_argument, NULL, OPT_CHECK_BUCKET },
 	{ "access-log", required_argument, NULL, OPT_ACCESS_LOG },
+	{ "error-log", required_argument, NULL, OPT_ERROR_LOG },
 	{ "lock-refresh", required_argument, NULL, OPT_LOCK_REFRESH },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "barrier-timeout", required_argument, NULL, OPT_BARRIER_TIMEOUT },
@@ -303,6 +309,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_ACCESS_LOG:
 			o->access_log = optarg;
 			break;
+		case OPT_ERROR_LOG:
+			o->error_log = optarg;
+			break;
 		case OPT_LOCK_REFRESH:
 			if ((v = parse_duration_ms(optarg)) <= 0)
 				return bad_value(name, optarg);
@@ -364,7 +373,7 @@ struct runtime {
 	int log_level_flag;         /* --log-level wins over the file */
 	long long limits_at_start;  /* limits.header_bytes, to notice a change */
 	struct proxy_config cfg;
-	FILE *access_log;
+	struct logfiles logs;       /* access log and error log files */
 	long drain_ms;
 	int stopping;
 };
@@ -463,12 +472,28 @@ static void reload(struct runtime *rt)
 	authz_set_policy(rt->authz, next);
 	if (fencing_set_policy(rt->fencing, next, err, sizeof(err)) < 0)
 		log_error("reload: fencing keeps the previous routes: %s", err);
+	if (!same_str(next->log.access_log, rt->policy->log.access_log) ||
+	    !same_str(next->log.error_log, rt->policy->log.error_log))
+		log_warn("reload: changed log file paths apply after a restart");
 	policy_free(rt->policy);
 	rt->policy = next;
 	log_info("reloaded \"%s\": \"%zu\" clients, \"%zu\" routes%s", rt->config_path,
 		 next->nclients, next->nroutes, next->tls.enabled ? ", tls certificate re-read" : "");
 	if (next->limits.header_bytes != (long long)rt->limits_at_start)
 		log_warn("reload: changed limits apply after a restart");
+
+}
+
+/* SIGUSR1: the log files again by name (logrotate has renamed them). */
+static void reopen_logs(struct runtime *rt)
+{
+	char err[600];
+	int n = logfiles_reopen(&rt->logs, err, sizeof(err));
+
+	if (n < 0)
+		log_error("sigusr1: %s; logging on to the old file", err);
+	else
+		log_info("sigusr1: \"%d\" log files reopened", n);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -477,6 +502,10 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 
 	if (sig == SIGHUP) {
 		reload(rt);
+		return;
+	}
+	if (sig == SIGUSR1) {
+		reopen_logs(rt);
 		return;
 	}
 	if (rt->stopping) {
@@ -488,6 +517,31 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("stop signal: draining \"%zu\" requests in flight (at most \"%ld\" ms)",
 		 proxy_inflight(rt->proxy), rt->drain_ms);
 	proxy_drain(rt->proxy, rt->drain_ms, drained, rt);
+}
+
+/* What each signal does: signal_cb. */
+static const int signums[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+#define NSIGNALS (sizeof(signums) / sizeof(signums[0]))
+
+/* Registers signal_cb for every signal of signums. 0, or -1 (the caller
+ * frees what was registered with free_signals). */
+static int add_signals(struct runtime *rt, struct event **sigs)
+{
+	for (size_t i = 0; i < NSIGNALS; i++) {
+		sigs[i] = evsignal_new(rt->base, signums[i], signal_cb, rt);
+		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void free_signals(struct event **sigs)
+{
+	for (size_t i = 0; i < NSIGNALS; i++) {
+		if (sigs[i])
+			event_free(sigs[i]);
+		sigs[i] = NULL;
+	}
 }
 
 /* The access-log line of a request the authz handler refused. */
@@ -569,7 +623,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	fc.metrics = &rt->metrics;
 	fc.s3_endpoint = mode == PROXY_MODE_HTTP ? NULL : upstream;
 	fc.region = region;
-	fc.access_log = rt->access_log;
+	fc.access_log = rt->logs.access;
 	fc.http_mode = mode == PROXY_MODE_HTTP;
 	fc.barrier_timeout_ms = o->barrier_timeout_ms;
 	fc.base = rt->base;
@@ -649,9 +703,7 @@ static void teardown(struct runtime *rt)
 	lockreg_free(rt->locks);
 	authz_free(rt->authz);
 	fencegate_metrics_free(&rt->metrics);
-	if (rt->access_log && rt->access_log != stderr)
-		fclose(rt->access_log);
-	rt->access_log = NULL;
+	logfiles_close(&rt->logs);
 }
 
 /* The policy of -c FILE, or the one the flags describe. NULL after
@@ -726,11 +778,10 @@ int main(int argc, char **argv)
 	struct options o;
 	struct aws_credentials cred = {0};
 	struct runtime rt;
-	struct event *sigs[3] = {0};
-	const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
+	struct event *sigs[NSIGNALS] = {0};
 	struct policy *pol = NULL;
 	SSL_CTX *tls = NULL;
-	const char *access_log;
+	const char *access_log, *error_log;
 	char err[POLICY_ERR_MAX + 64];
 	enum log_level level;
 	int rc;
@@ -777,17 +828,10 @@ int main(int argc, char **argv)
 		rt.cfg.session_token = cred.session_token;
 	}
 	access_log = o.access_log ? o.access_log : o.config ? pol->log.access_log : "-";
-	if (!access_log || strcmp(access_log, "off") == 0) {
-		rt.access_log = NULL;
-	} else if (strcmp(access_log, "-") == 0) {
-		rt.access_log = stderr;
-	} else {
-		rt.access_log = fopen(access_log, "a");
-		if (!rt.access_log) {
-			fprintf(stderr, "fencegate: cannot open access log \"%s\": %s\n",
-				access_log, strerror(errno));
-			goto fail_early;
-		}
+	error_log = o.error_log ? o.error_log : pol->log.error_log;
+	if (logfiles_open(&rt.logs, access_log, error_log, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fencegate: %s\n", err);
+		goto fail_early;
 	}
 
 	signal(SIGPIPE, SIG_IGN);
@@ -796,6 +840,12 @@ int main(int argc, char **argv)
 	if (!rt.base) {
 		fprintf(stderr, "fencegate: cannot create the event loop\n");
 		goto fail_early;
+	}
+	/* before the first listener: a signal must never find its default
+	 * action (SIGUSR1's would kill the daemon) */
+	if (add_signals(&rt, sigs) < 0) {
+		fprintf(stderr, "fencegate: cannot install the signal handlers\n");
+		goto fail;
 	}
 	rt.drain_ms = pol->limits.drain_timeout_ms > 0 ? (long)pol->limits.drain_timeout_ms
 							: o.drain_ms;
@@ -827,28 +877,21 @@ int main(int argc, char **argv)
 		log_info("serving the embedded store over \"%s\"", pol->data_dir);
 	log_info("authentication %s (\"%zu\" clients)", pol->nclients ? "on" : "off",
 		 pol->nclients);
-	for (size_t i = 0; i < 3; i++) {
-		sigs[i] = evsignal_new(rt.base, signums[i], signal_cb, &rt);
-		if (sigs[i])
-			evsignal_add(sigs[i], NULL);
-	}
 	event_base_dispatch(rt.base);
-	for (size_t i = 0; i < 3; i++)
-		if (sigs[i])
-			event_free(sigs[i]);
+	free_signals(sigs);
 	teardown(&rt);
 	event_base_free(rt.base);
 	policy_free(rt.policy);
 	log_info("stopped");
 	return 0;
 fail:
+	free_signals(sigs);
 	teardown(&rt);
 	event_base_free(rt.base);
 fail_early:
 	aws_credentials_clear(&cred);
 	SSL_CTX_free(tls);
-	if (rt.access_log && rt.access_log != stderr)
-		fclose(rt.access_log);
+	logfiles_close(&rt.logs);
 	policy_free(rt.policy ? rt.policy : pol);
 	return 1;
 }
