@@ -197,7 +197,8 @@ static const struct key keys[] = {
 	{ "limits.send_timeout_ms", KT_INT, "60000", 1, MS_DAY, 0, LIM(send_timeout_ms), 0, 0,
 	  NULL, NULL, "client not reading the response; over: close" },
 	{ "limits.max_connections", KT_INT, "10000", 1, 1000000, 0, LIM(max_connections), 0, 0,
-	  NULL, NULL, "open client connections; more wait in the listen backlog" },
+	  NULL, NULL, "open client connections; more wait in the listen backlog; capped by "
+	  "RLIMIT_NOFILE (2 each + 32)" },
 	{ "limits.replay_bytes", KT_INT, "65536", 0, 16777216, 0, LIM(replay_bytes), 0, 0, NULL,
 	  NULL, "request bodies up to this size are kept so they can be re-sent" },
 	{ "limits.upstream_connect_timeout_ms", KT_INT, "5000", 1, MS_DAY, 0,
