@@ -53,7 +53,7 @@ CORE_SRC   := $(POLICY_SRC) $(PROXY_SRC)
 UNIT_SRC   := $(wildcard tests/unit/*/test_*.c)
 ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
-HEADERS    := $(wildcard wire/*.h lock/*.h policy/*.h $(addsuffix /*.h,$(PROXY_DIRS)))
+HEADERS    := $(wildcard wire/*.h lock/*.h policy/*.h proxy/*.h $(addsuffix /*.h,$(PROXY_DIRS)))
 
 LOCK_OBJ   := $(LOCK_SRC:%.c=$(O)/build/obj/%.o)
 CORE_OBJ   := $(CORE_SRC:%.c=$(O)/build/obj/%.o)
@@ -102,7 +102,8 @@ $(O)/bin/fencectl: $(O)/build/obj/lock/fencectl.o $(O)/lib/libfencelock.a
 	$(E) LD $@
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
 
-$(O)/bin/fencegate: $(O)/build/obj/proxy/main.o $(CORE_OBJ) $(O)/lib/libfencelock.a
+$(O)/bin/fencegate: $(O)/build/obj/proxy/main.o $(O)/build/obj/proxy/cli.o $(CORE_OBJ) \
+		$(O)/lib/libfencelock.a
 	@mkdir -p $(O)/bin
 	$(E) LD $@
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
@@ -181,7 +182,8 @@ fuzz: $(FUZZ_BIN)
 			$(O)/build/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; done
 
 lint: deps
-	$(Q)clang-tidy --quiet $(LOCK_SRC) lock/fencectl.c $(CORE_SRC) -- $(CPPFLAGS_ALL)
+	$(Q)clang-tidy --quiet $(LOCK_SRC) lock/fencectl.c $(CORE_SRC) proxy/main.c proxy/cli.c \
+		-- $(CPPFLAGS_ALL)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem -I. -Iproxy wire lock proxy policy
 

@@ -446,6 +446,7 @@ static void policy_destroy(struct policy *p)
 	free(cs);
 	free(p->by_key);
 	free(p->log.access_log);
+	free(p->log.error_log);
 	free(p->source);
 	free(p);
 }

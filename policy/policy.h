@@ -133,6 +133,7 @@ struct policy_limits {
 struct policy_log {
 	const char *level; /* "error", "warn", "info" or "debug" (log_parse_level) */
 	char *access_log;  /* path, "-" (stderr), or NULL (off) */
+	char *error_log;   /* path, or "-" / NULL (stderr) */
 	const char *format; /* "json" */
 };
 

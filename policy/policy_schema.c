@@ -35,7 +35,7 @@ static int check_path_prefix(const char *v, char *why, size_t whylen);
 static int check_key_prefix(const char *v, char *why, size_t whylen);
 static int check_env_name(const char *v, char *why, size_t whylen);
 static int check_access_key(const char *v, char *why, size_t whylen);
-static int check_access_log(const char *v, char *why, size_t whylen);
+static int check_log_file(const char *v, char *why, size_t whylen);
 
 #define P(f)  offsetof(struct policy, f)
 #define T(f)  offsetof(struct policy_tls, f)
@@ -153,7 +153,8 @@ const struct key policy_keys[] = {
 	{ "limits.send_timeout_ms", KT_INT, "60000", 1, MS_DAY, 0, LIM(send_timeout_ms), 0, 0,
 	  NULL, NULL, "client not reading the response; over: close" },
 	{ "limits.max_connections", KT_INT, "10000", 1, 1000000, 0, LIM(max_connections), 0, 0,
-	  NULL, NULL, "open client connections; more wait in the listen backlog" },
+	  NULL, NULL, "open client connections; more wait in the listen backlog; capped by "
+	  "RLIMIT_NOFILE (2 each + 32)" },
 	{ "limits.replay_bytes", KT_INT, "65536", 0, 16777216, 0, LIM(replay_bytes), 0, 0, NULL,
 	  NULL, "request bodies up to this size are kept so they can be re-sent" },
 	{ "limits.upstream_connect_timeout_ms", KT_INT, "5000", 1, MS_DAY, 0,
@@ -172,7 +173,10 @@ const struct key policy_keys[] = {
 	{ "log.level", KT_NAME, "\"info\"", 0, 0, 0, LOG(level), 0, 0, level_names, NULL,
 	  "\"error\", \"warn\", \"info\" or \"debug\"" },
 	{ "log.access_log", KT_STRING, NULL, 1, STR_MAX, 0, LOG(access_log), 0, 0, NULL,
-	  check_access_log, "access log file, \"-\" for stderr; absent: no access log" },
+	  check_log_file, "access log file, \"-\" for stderr; absent: no access log" },
+	{ "log.error_log", KT_STRING, NULL, 1, STR_MAX, 0, LOG(error_log), 0, 0, NULL,
+	  check_log_file, "error log file (stderr is pointed at it), \"-\" for stderr; "
+	  "absent: stderr" },
 	{ "log.format", KT_NAME, "\"json\"", 0, 0, 0, LOG(format), 0, 0, format_names, NULL,
 	  "access log format: \"json\" (one object per line)" },
 };
@@ -438,7 +442,7 @@ static int check_access_key(const char *v, char *why, size_t whylen)
 	return 0;
 }
 
-static int check_access_log(const char *v, char *why, size_t whylen)
+static int check_log_file(const char *v, char *why, size_t whylen)
 {
 	if (strcmp(v, "-") == 0 || v[0] == '/')
 		return 0;

@@ -1,12 +1,12 @@
-/* main.c — the fencegate daemon: command line, signals, event loop.
+/* main.c — the fencegate daemon: wiring, signals, event loop.
  *
- * Parses flags (DESIGN.md "Command line"), builds the proxy and its
- * handlers (lock API, fencing, and without --upstream the embedded S3 store),
- * listens, and runs until SIGTERM/SIGINT, then drains requests in flight
- * (bounded) and exits 0. Argument checking, wiring and printing only:
- * requests are proxy.c's and the handlers'. */
+ * Takes the command line (cli.c; DESIGN.md "Command line"), builds the proxy
+ * and its handlers (lock API, fencing, and without --upstream the embedded
+ * S3 store), listens, and runs until SIGTERM/SIGINT, then drains requests
+ * in flight (bounded) and exits 0. SIGHUP reloads, SIGUSR1 reopens the log
+ * files. Wiring and printing only: requests are proxy.c's and the
+ * handlers'. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli.h"
 #include "s3/authz.h"
 #include "wire/awscreds.h"
 #include "fence/fencing.h"
@@ -25,329 +26,12 @@
 #include "fence/lockapi.h"
 #include "fence/lockreg.h"
 #include "ops/log.h"
+#include "ops/logfile.h"
 #include "ops/metrics.h"
 #include "policy/policy.h"
 #include "http/proxy.h"
 #include "local/s3local.h"
 #include "http/tls.h"
-
-#define MAX_LISTEN 16
-
-struct options {
-	const char *listen[MAX_LISTEN];
-	size_t nlisten;
-	const char *upstream;
-	const char *data_dir;
-	const char *lock_store;
-	const char *config;
-	int test_config;
-	enum proxy_mode mode;
-	long drain_ms;
-	const char *check_bucket;
-	const char *access_log;
-	long refresh_ms;
-	long workers;
-	long barrier_timeout_ms;
-	int log_level_set;
-	int mode_set;
-	int drain_set;
-	unsigned long limits_set;   /* OPT_* bits of limit flags given */
-	struct proxy_config cfg;    /* the limit flags' values */
-};
-
-#define LIMIT_BIT(opt) (1UL << ((opt) - 256))
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-"usage: fencegate [options]\n"
-"\n"
-"A fencing-token enforcing S3 / HTTP proxy.\n"
-"\n"
-"  --listen ADDR:PORT     listen address (default 127.0.0.1:8080; repeatable)\n"
-"  --upstream URL         forward to this S3 endpoint (S3 mode: credentials from\n"
-"                         AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials,\n"
-"                         region from AWS_REGION / AWS_DEFAULT_REGION, else us-east-1)\n"
-"  --data DIR             local directory store when there is no upstream\n"
-"                         (default ./fencegate-data)\n"
-"  --mode s3|http         S3 API (default) or any HTTP API\n"
-"  --lock-store URL       http mode: where locks live (s3://BUCKET[/ROOT] or file:///DIR)\n"
-"  -c, --config FILE      run a JSON configuration file (policy/README.md); the\n"
-"                         flags above then may not be given\n"
-"  -t, --test             check the configuration (-c FILE, including its TLS\n"
-"                         certificate and key) and exit 0 (valid) or 1\n"
-"  --log-level LEVEL      debug, info (default), warn, error or off\n"
-"  --access-log FILE      one JSON line per request to FILE (\"-\": stderr, the\n"
-"                         default; \"off\": none)\n"
-"  --check-bucket BUCKET  S3 mode: run the backend self-test (conditional writes\n"
-"                         honoured?) in BUCKET at start; /_fence/health is 200\n"
-"                         only once it passed (each lock's bucket is also\n"
-"                         checked before its first use)\n"
-"  --lock-refresh D       re-list recently used locks this often (1s)\n"
-"  --workers N            threads for store and lock calls (4)\n"
-"  --barrier-timeout D    http mode: a newer epoch's write waits at most D for the\n"
-"                         lock's older in-flight writes, then 503 (5s)\n"
-"\n"
-"limits and timeouts (DURATION: 250ms, 10s, 2m; a bare number is seconds):\n"
-"  --header-timeout D     whole request head must arrive within D (10s) -> 408\n"
-"  --idle-timeout D       keep-alive connection idle time (60s)\n"
-"  --body-timeout D       request body inactivity (60s) -> 408\n"
-"  --send-timeout D       client not reading the response (60s) -> close\n"
-"  --connect-timeout D    upstream connect (5s) -> 504\n"
-"  --upstream-timeout D   upstream response head / body inactivity (60s) -> 504\n"
-"  --total-timeout D      whole upstream transfer (0 = none)\n"
-"  --drain-timeout D      on SIGTERM, wait this long for requests in flight (30s)\n"
-"  --max-header-bytes N   request line + headers (16384) -> 431\n"
-"  --max-headers N        header count (100) -> 431\n"
-"  --max-url-bytes N      request target (8192) -> 414\n"
-"  --replay-bytes N       request bodies up to N bytes are kept for a re-send (65536)\n"
-"\n"
-"  --version              print the version and exit\n"
-"  -h, --help             this help\n"
-"\n"
-"Limit flags given with -c override the file's \"limits\".\n"
-"\n"
-"Signals: SIGTERM/SIGINT stop accepting, finish requests in flight, exit 0.\n"
-"SIGHUP reloads the configuration file (checked first; a bad one is logged and\n"
-"the running configuration stays).\n");
-}
-
-/* "250ms", "10s", "2m", "3" (seconds) -> milliseconds; -1 if malformed. */
-static long parse_duration_ms(const char *s)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || v < 0 || v > 365LL * 24 * 3600 * 1000)
-		return -1;
-	if (strcmp(end, "ms") == 0)
-		return (long)v;
-	if (*end == '\0' || strcmp(end, "s") == 0)
-		return (long)(v * 1000);
-	if (strcmp(end, "m") == 0)
-		return (long)(v * 60000);
-	return -1;
-}
-
-static long parse_count(const char *s, long min, long max)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -1;
-	return (long)v;
-}
-
-enum {
-	OPT_LISTEN = 256, OPT_UPSTREAM, OPT_DATA, OPT_MODE, OPT_LOCK_STORE, OPT_LOG_LEVEL,
-	OPT_VERSION, OPT_HEADER_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_BODY_TIMEOUT,
-	OPT_SEND_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_UPSTREAM_TIMEOUT, OPT_TOTAL_TIMEOUT,
-	OPT_DRAIN_TIMEOUT, OPT_MAX_HEADER_BYTES, OPT_MAX_HEADERS, OPT_MAX_URL_BYTES,
-	OPT_REPLAY_BYTES, OPT_CHECK_BUCKET, OPT_ACCESS_LOG, OPT_LOCK_REFRESH, OPT_WORKERS,
-	OPT_BARRIER_TIMEOUT,
-};
-
-static const struct option long_options[] = {
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "upstream", required_argument, NULL, OPT_UPSTREAM },
-	{ "data", required_argument, NULL, OPT_DATA },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "lock-store", required_argument, NULL, OPT_LOCK_STORE },
-	{ "config", required_argument, NULL, 'c' },
-	{ "test", no_argument, NULL, 't' },
-	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ "help", no_argument, NULL, 'h' },
-	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
-	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
-	{ "body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT },
-	{ "send-timeout", required_argument, NULL, OPT_SEND_TIMEOUT },
-	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "upstream-timeout", required_argument, NULL, OPT_UPSTREAM_TIMEOUT },
-	{ "total-timeout", required_argument, NULL, OPT_TOTAL_TIMEOUT },
-	{ "drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT },
-	{ "max-header-bytes", required_argument, NULL, OPT_MAX_HEADER_BYTES },
-	{ "max-headers", required_argument, NULL, OPT_MAX_HEADERS },
-	{ "max-url-bytes", required_argument, NULL, OPT_MAX_URL_BYTES },
-	{ "replay-bytes", required_argument, NULL, OPT_REPLAY_BYTES },
-	{ "check-bucket", required_argument, NULL, OPT_CHECK_BUCKET },
-	{ "access-log", required_argument, NULL, OPT_ACCESS_LOG },
-	{ "lock-refresh", required_argument, NULL, OPT_LOCK_REFRESH },
-	{ "workers", required_argument, NULL, OPT_WORKERS },
-	{ "barrier-timeout", required_argument, NULL, OPT_BARRIER_TIMEOUT },
-	{ NULL, 0, NULL, 0 },
-};
-
-static int bad_value(const char *flag, const char *value)
-{
-	fprintf(stderr, "fencegate: bad value \"%s\" for --%s (see --help)\n", value, flag);
-	return 2;
-}
-
-/* Fills o from argv. Returns -1 to go on, or an exit status. */
-static int parse_args(int argc, char **argv, struct options *o)
-{
-	int ch, idx = 0;
-	long v;
-	enum log_level level;
-
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:th", long_options, &idx)) != -1) {
-		const char *name = NULL;
-
-		for (size_t i = 0; long_options[i].name; i++)
-			if (long_options[i].val == ch)
-				name = long_options[i].name;
-		switch (ch) {
-		case OPT_LISTEN:
-			if (o->nlisten == MAX_LISTEN) {
-				fprintf(stderr, "fencegate: at most %d --listen addresses\n", MAX_LISTEN);
-				return 2;
-			}
-			o->listen[o->nlisten++] = optarg;
-			break;
-		case OPT_UPSTREAM:
-			o->upstream = optarg;
-			break;
-		case OPT_DATA:
-			o->data_dir = optarg;
-			break;
-		case OPT_MODE:
-			o->mode_set = 1;
-			if (strcmp(optarg, "s3") == 0)
-				o->mode = PROXY_MODE_S3;
-			else if (strcmp(optarg, "http") == 0)
-				o->mode = PROXY_MODE_HTTP;
-			else
-				return bad_value(name, optarg);
-			break;
-		case OPT_LOCK_STORE:
-			o->lock_store = optarg;
-			break;
-		case 'c':
-			o->config = optarg;
-			break;
-		case 't':
-			o->test_config = 1;
-			break;
-		case OPT_LOG_LEVEL:
-			if (log_parse_level(optarg, &level) < 0)
-				return bad_value(name, optarg);
-			log_set_level(level);
-			o->log_level_set = 1;
-			break;
-		case OPT_VERSION:
-			printf("fencegate %s\n", FENCE_VERSION);
-			return 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case OPT_HEADER_TIMEOUT: case OPT_IDLE_TIMEOUT: case OPT_BODY_TIMEOUT:
-		case OPT_SEND_TIMEOUT: case OPT_CONNECT_TIMEOUT: case OPT_UPSTREAM_TIMEOUT:
-		case OPT_TOTAL_TIMEOUT: case OPT_DRAIN_TIMEOUT:
-			v = parse_duration_ms(optarg);
-			if (v < 0 || (v == 0 && ch != OPT_TOTAL_TIMEOUT))
-				return bad_value(name, optarg);
-			o->limits_set |= LIMIT_BIT(ch);
-			if (ch == OPT_HEADER_TIMEOUT)
-				o->cfg.limits.header_timeout_ms = v;
-			else if (ch == OPT_IDLE_TIMEOUT)
-				o->cfg.limits.idle_timeout_ms = v;
-			else if (ch == OPT_BODY_TIMEOUT)
-				o->cfg.limits.body_timeout_ms = v;
-			else if (ch == OPT_SEND_TIMEOUT)
-				o->cfg.limits.send_timeout_ms = v;
-			else if (ch == OPT_CONNECT_TIMEOUT)
-				o->cfg.upstream.connect_timeout_ms = v;
-			else if (ch == OPT_UPSTREAM_TIMEOUT)
-				o->cfg.upstream.first_byte_timeout_ms = o->cfg.upstream.idle_timeout_ms = v;
-			else if (ch == OPT_TOTAL_TIMEOUT)
-				o->cfg.upstream.total_timeout_ms = v;
-			else
-				o->drain_ms = v, o->drain_set = 1;
-			break;
-		case OPT_MAX_HEADER_BYTES:
-			if ((v = parse_count(optarg, 256, 1024L * 1024)) < 0)
-				return bad_value(name, optarg);
-			o->limits_set |= LIMIT_BIT(ch);
-			o->cfg.limits.header_bytes = (size_t)v;
-			break;
-		case OPT_MAX_HEADERS:
-			if ((v = parse_count(optarg, 1, 10000)) < 0)
-				return bad_value(name, optarg);
-			o->limits_set |= LIMIT_BIT(ch);
-			o->cfg.limits.header_count = (size_t)v;
-			break;
-		case OPT_MAX_URL_BYTES:
-			if ((v = parse_count(optarg, 16, 1024L * 1024)) < 0)
-				return bad_value(name, optarg);
-			o->limits_set |= LIMIT_BIT(ch);
-			o->cfg.limits.url_bytes = (size_t)v;
-			break;
-		case OPT_REPLAY_BYTES:
-			if ((v = parse_count(optarg, 0, 16L * 1024 * 1024)) < 0)
-				return bad_value(name, optarg);
-			o->limits_set |= LIMIT_BIT(ch);
-			o->cfg.replay_max = (size_t)v;
-			break;
-		case OPT_CHECK_BUCKET:
-			if (!lockreg_bucket_valid(optarg))
-				return bad_value(name, optarg);
-			o->check_bucket = optarg;
-			break;
-		case OPT_ACCESS_LOG:
-			o->access_log = optarg;
-			break;
-		case OPT_LOCK_REFRESH:
-			if ((v = parse_duration_ms(optarg)) <= 0)
-				return bad_value(name, optarg);
-			o->refresh_ms = v;
-			break;
-		case OPT_WORKERS:
-			if ((v = parse_count(optarg, 1, 64)) < 0)
-				return bad_value(name, optarg);
-			o->workers = v;
-			break;
-		case OPT_BARRIER_TIMEOUT:
-			if ((v = parse_duration_ms(optarg)) <= 0)
-				return bad_value(name, optarg);
-			o->barrier_timeout_ms = v;
-			break;
-		case ':':
-			fprintf(stderr, "fencegate: option \"%s\" needs a value (see --help)\n",
-				argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "fencegate: unknown option \"%s\" (see --help)\n",
-				argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "fencegate: unexpected argument \"%s\" (see --help)\n", argv[optind]);
-		return 2;
-	}
-	if (o->test_config && !o->config) {
-		fprintf(stderr, "fencegate: -t needs -c FILE\n");
-		return 2;
-	}
-	if (o->config && (o->nlisten || o->upstream || o->data_dir || o->lock_store ||
-			  o->mode_set)) {
-		fprintf(stderr, "fencegate: --listen, --upstream, --data, --mode and --lock-store "
-			"go in the configuration file with -c\n");
-		return 2;
-	}
-	if (o->mode == PROXY_MODE_HTTP && !o->upstream && !o->config) {
-		fprintf(stderr, "fencegate: --mode http needs --upstream URL\n");
-		return 2;
-	}
-	return -1;
-}
 
 struct runtime {
 	struct event_base *base;
@@ -364,7 +48,7 @@ struct runtime {
 	int log_level_flag;         /* --log-level wins over the file */
 	long long limits_at_start;  /* limits.header_bytes, to notice a change */
 	struct proxy_config cfg;
-	FILE *access_log;
+	struct logfiles logs;       /* access log and error log files */
 	long drain_ms;
 	int stopping;
 };
@@ -463,12 +147,28 @@ static void reload(struct runtime *rt)
 	authz_set_policy(rt->authz, next);
 	if (fencing_set_policy(rt->fencing, next, err, sizeof(err)) < 0)
 		log_error("reload: fencing keeps the previous routes: %s", err);
+	if (!same_str(next->log.access_log, rt->policy->log.access_log) ||
+	    !same_str(next->log.error_log, rt->policy->log.error_log))
+		log_warn("reload: changed log file paths apply after a restart");
 	policy_free(rt->policy);
 	rt->policy = next;
 	log_info("reloaded \"%s\": \"%zu\" clients, \"%zu\" routes%s", rt->config_path,
 		 next->nclients, next->nroutes, next->tls.enabled ? ", tls certificate re-read" : "");
 	if (next->limits.header_bytes != (long long)rt->limits_at_start)
 		log_warn("reload: changed limits apply after a restart");
+
+}
+
+/* SIGUSR1: the log files again by name (logrotate has renamed them). */
+static void reopen_logs(struct runtime *rt)
+{
+	char err[600];
+	int n = logfiles_reopen(&rt->logs, err, sizeof(err));
+
+	if (n < 0)
+		log_error("sigusr1: %s; logging on to the old file", err);
+	else
+		log_info("sigusr1: \"%d\" log files reopened", n);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -477,6 +177,10 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 
 	if (sig == SIGHUP) {
 		reload(rt);
+		return;
+	}
+	if (sig == SIGUSR1) {
+		reopen_logs(rt);
 		return;
 	}
 	if (rt->stopping) {
@@ -488,6 +192,31 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("stop signal: draining \"%zu\" requests in flight (at most \"%ld\" ms)",
 		 proxy_inflight(rt->proxy), rt->drain_ms);
 	proxy_drain(rt->proxy, rt->drain_ms, drained, rt);
+}
+
+/* What each signal does: signal_cb. */
+static const int signums[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1 };
+#define NSIGNALS (sizeof(signums) / sizeof(signums[0]))
+
+/* Registers signal_cb for every signal of signums. 0, or -1 (the caller
+ * frees what was registered with free_signals). */
+static int add_signals(struct runtime *rt, struct event **sigs)
+{
+	for (size_t i = 0; i < NSIGNALS; i++) {
+		sigs[i] = evsignal_new(rt->base, signums[i], signal_cb, rt);
+		if (!sigs[i] || evsignal_add(sigs[i], NULL) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void free_signals(struct event **sigs)
+{
+	for (size_t i = 0; i < NSIGNALS; i++) {
+		if (sigs[i])
+			event_free(sigs[i]);
+		sigs[i] = NULL;
+	}
 }
 
 /* The access-log line of a request the authz handler refused. */
@@ -570,7 +299,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	fc.s3_endpoint = mode == PROXY_MODE_HTTP ? NULL : upstream;
 	fc.region = region;
 	fc.data_dir = upstream ? NULL : data_abs;
-	fc.access_log = rt->access_log;
+	fc.access_log = rt->logs.access;
 	fc.http_mode = mode == PROXY_MODE_HTTP;
 	fc.barrier_timeout_ms = o->barrier_timeout_ms;
 	fc.base = rt->base;
@@ -650,101 +379,28 @@ static void teardown(struct runtime *rt)
 	lockreg_free(rt->locks);
 	authz_free(rt->authz);
 	fencegate_metrics_free(&rt->metrics);
-	if (rt->access_log && rt->access_log != stderr)
-		fclose(rt->access_log);
-	rt->access_log = NULL;
+	logfiles_close(&rt->logs);
 }
 
-/* The policy of -c FILE, or the one the flags describe. NULL after
- * printing why. */
-static struct policy *build_policy(const struct options *o)
-{
-	char err[POLICY_ERR_MAX + 64];
-	struct policy *pol;
-
-	if (o->config) {
-		pol = policy_load(o->config, err, sizeof(err));
-	} else {
-		struct policy_flags f = {
-			.listen = o->listen, .nlisten = o->nlisten, .upstream = o->upstream,
-			.data_dir = o->data_dir,
-			.mode = o->mode == PROXY_MODE_HTTP ? POLICY_MODE_HTTP : POLICY_MODE_S3,
-			.lock_store = o->lock_store,
-		};
-
-		pol = policy_default(&f, err, sizeof(err));
-	}
-	if (!pol)
-		fprintf(stderr, "fencegate: %s\n", err);
-	return pol;
-}
-
-/* The proxy's configuration from the policy, then the limit flags. */
-static void config_from_policy(struct proxy_config *cfg, const struct policy *pol,
-			       const struct options *o)
-{
-	const struct policy_limits *l = &pol->limits;
-
-	proxy_config_default(cfg);
-	cfg->mode = pol->mode == POLICY_MODE_HTTP ? PROXY_MODE_HTTP : PROXY_MODE_S3;
-	cfg->upstream_url = pol->upstream.endpoint;
-	cfg->region = pol->upstream.region ? pol->upstream.region : "us-east-1";
-	cfg->limits.header_bytes = (size_t)l->header_bytes;
-	cfg->limits.header_count = (size_t)l->header_count;
-	cfg->limits.url_bytes = (size_t)l->url_bytes;
-	cfg->limits.idle_timeout_ms = (long)l->idle_timeout_ms;
-	cfg->limits.header_timeout_ms = (long)l->header_timeout_ms;
-	cfg->limits.body_timeout_ms = (long)l->body_timeout_ms;
-	cfg->limits.send_timeout_ms = (long)l->send_timeout_ms;
-	cfg->limits.max_connections = (size_t)l->max_connections;
-	cfg->replay_max = (size_t)l->replay_bytes;
-	cfg->upstream.connect_timeout_ms = (long)l->upstream_connect_timeout_ms;
-	cfg->upstream.first_byte_timeout_ms = (long)l->upstream_timeout_ms;
-	cfg->upstream.idle_timeout_ms = (long)l->upstream_timeout_ms;
-	cfg->upstream.total_timeout_ms = (long)l->upstream_total_timeout_ms;
-	cfg->upstream.ca_file = pol->upstream.ca_bundle;
-	cfg->upstream.insecure = !pol->upstream.verify;
-	cfg->no_health_handler = 1; /* the lock API answers /_fence/health */
-
-#define FLAG(opt, field) if (o->limits_set & LIMIT_BIT(opt)) cfg->field = o->cfg.field
-	FLAG(OPT_HEADER_TIMEOUT, limits.header_timeout_ms);
-	FLAG(OPT_IDLE_TIMEOUT, limits.idle_timeout_ms);
-	FLAG(OPT_BODY_TIMEOUT, limits.body_timeout_ms);
-	FLAG(OPT_SEND_TIMEOUT, limits.send_timeout_ms);
-	FLAG(OPT_CONNECT_TIMEOUT, upstream.connect_timeout_ms);
-	FLAG(OPT_UPSTREAM_TIMEOUT, upstream.first_byte_timeout_ms);
-	FLAG(OPT_UPSTREAM_TIMEOUT, upstream.idle_timeout_ms);
-	FLAG(OPT_TOTAL_TIMEOUT, upstream.total_timeout_ms);
-	FLAG(OPT_MAX_HEADER_BYTES, limits.header_bytes);
-	FLAG(OPT_MAX_HEADERS, limits.header_count);
-	FLAG(OPT_MAX_URL_BYTES, limits.url_bytes);
-	FLAG(OPT_REPLAY_BYTES, replay_max);
-#undef FLAG
-}
 
 int main(int argc, char **argv)
 {
 	struct options o;
 	struct aws_credentials cred = {0};
 	struct runtime rt;
-	struct event *sigs[3] = {0};
-	const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
+	struct event *sigs[NSIGNALS] = {0};
 	struct policy *pol = NULL;
 	SSL_CTX *tls = NULL;
-	const char *access_log;
+	const char *access_log, *error_log;
 	char err[POLICY_ERR_MAX + 64];
 	enum log_level level;
 	int rc;
 
 	memset(&rt, 0, sizeof(rt));
-	memset(&o, 0, sizeof(o));
-	proxy_config_default(&o.cfg);
-	o.mode = PROXY_MODE_S3;
-	o.drain_ms = 30000;
-	rc = parse_args(argc, argv, &o);
+	rc = cli_parse(argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	pol = build_policy(&o);
+	pol = cli_policy(&o);
 	if (!pol)
 		return 1;
 	if (pol->tls.enabled) {
@@ -767,7 +423,7 @@ int main(int argc, char **argv)
 	rt.config_path = o.config;
 	rt.log_level_flag = o.log_level_set;
 	rt.limits_at_start = pol->limits.header_bytes;
-	config_from_policy(&rt.cfg, pol, &o);
+	cli_proxy_config(&rt.cfg, pol, &o);
 	if (rt.cfg.upstream_url && rt.cfg.mode == PROXY_MODE_S3) {
 		if (aws_credentials_load(pol->upstream.profile, &cred, err, sizeof(err)) < 0) {
 			fprintf(stderr, "fencegate: no upstream credentials: %s\n", err);
@@ -778,17 +434,10 @@ int main(int argc, char **argv)
 		rt.cfg.session_token = cred.session_token;
 	}
 	access_log = o.access_log ? o.access_log : o.config ? pol->log.access_log : "-";
-	if (!access_log || strcmp(access_log, "off") == 0) {
-		rt.access_log = NULL;
-	} else if (strcmp(access_log, "-") == 0) {
-		rt.access_log = stderr;
-	} else {
-		rt.access_log = fopen(access_log, "a");
-		if (!rt.access_log) {
-			fprintf(stderr, "fencegate: cannot open access log \"%s\": %s\n",
-				access_log, strerror(errno));
-			goto fail_early;
-		}
+	error_log = o.error_log ? o.error_log : pol->log.error_log;
+	if (logfiles_open(&rt.logs, access_log, error_log, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fencegate: %s\n", err);
+		goto fail_early;
 	}
 
 	signal(SIGPIPE, SIG_IGN);
@@ -797,6 +446,12 @@ int main(int argc, char **argv)
 	if (!rt.base) {
 		fprintf(stderr, "fencegate: cannot create the event loop\n");
 		goto fail_early;
+	}
+	/* before the first listener: a signal must never find its default
+	 * action (SIGUSR1's would kill the daemon) */
+	if (add_signals(&rt, sigs) < 0) {
+		fprintf(stderr, "fencegate: cannot install the signal handlers\n");
+		goto fail;
 	}
 	rt.drain_ms = pol->limits.drain_timeout_ms > 0 ? (long)pol->limits.drain_timeout_ms
 							: o.drain_ms;
@@ -828,28 +483,21 @@ int main(int argc, char **argv)
 		log_info("serving the embedded store over \"%s\"", pol->data_dir);
 	log_info("authentication %s (\"%zu\" clients)", pol->nclients ? "on" : "off",
 		 pol->nclients);
-	for (size_t i = 0; i < 3; i++) {
-		sigs[i] = evsignal_new(rt.base, signums[i], signal_cb, &rt);
-		if (sigs[i])
-			evsignal_add(sigs[i], NULL);
-	}
 	event_base_dispatch(rt.base);
-	for (size_t i = 0; i < 3; i++)
-		if (sigs[i])
-			event_free(sigs[i]);
+	free_signals(sigs);
 	teardown(&rt);
 	event_base_free(rt.base);
 	policy_free(rt.policy);
 	log_info("stopped");
 	return 0;
 fail:
+	free_signals(sigs);
 	teardown(&rt);
 	event_base_free(rt.base);
 fail_early:
 	aws_credentials_clear(&cred);
 	SSL_CTX_free(tls);
-	if (rt.access_log && rt.access_log != stderr)
-		fclose(rt.access_log);
+	logfiles_close(&rt.logs);
 	policy_free(rt.policy ? rt.policy : pol);
 	return 1;
 }

@@ -81,6 +81,94 @@ class Moto:
         self.log.close()
 
 
+class Fencegate:
+    """A fencegate on a free loopback port over a fresh data directory (or
+    what args say), its stderr in a file, ready once /_fence/health answers
+    200. args come after --listen and --data; with config (a dict) it runs
+    -c FILE instead, the file being config plus the listen address and
+    data_dir. popen passes extra Popen arguments (preexec_fn, pass_fds)."""
+
+    def __init__(self, *args, data=True, config=None, ready=True, **popen):
+        import json
+        self.dir = TempDir()
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.stderr_path = os.path.join(self.dir.path, "stderr.log")
+        self.data = os.path.join(self.dir.path, "data")
+        if data:
+            os.mkdir(self.data)
+        cmd = [os.path.join(BIN, "fencegate")]
+        if config is not None:
+            config = dict(config, listen=["127.0.0.1:%d" % self.port])
+            if data:
+                config["data_dir"] = self.data
+            self.config = os.path.join(self.dir.path, "fencegate.json")
+            with open(self.config, "w") as f:
+                json.dump(config, f)
+            cmd += ["-c", self.config]
+        else:
+            cmd += ["--listen", "127.0.0.1:%d" % self.port]
+            if data:
+                cmd += ["--data", self.data]
+        popen.setdefault("env", dict(os.environ, **CREDS))
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(cmd + list(args), stdout=subprocess.DEVNULL,
+                                         stderr=err, **popen)
+        try:
+            wait_port(self.port, self.proc)
+            if ready:
+                self.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def path(self, name):
+        return os.path.join(self.dir.path, name)
+
+    def get(self, path, timeout=5.0):
+        """(status, body) of a GET; HTTP errors are answers, not exceptions."""
+        import urllib.error
+        import urllib.request
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=timeout) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def wait_ready(self, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while self.get("/_fence/health")[0] != 200:
+            if time.monotonic() > deadline or not self.alive():
+                raise RuntimeError("fencegate not ready after %.0fs:\n%s" %
+                                   (timeout, self.stderr()))
+            time.sleep(0.05)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stderr(self):
+        with open(self.stderr_path, errors="replace") as f:
+            return f.read()
+
+    def close(self):
+        rc = stop(self.proc)
+        self.dir.close()
+        return rc
+
+
+def wait_for(what, fn, timeout=10.0):
+    """Polls fn() until it returns something true; returns it, or raises
+    AssertionError naming what after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError("%s: not within %.0fs" % (what, timeout))
+        time.sleep(0.05)
+
+
 class TempDir:
     def __init__(self, prefix="fencegate-test-"):
         self.path = tempfile.mkdtemp(prefix=prefix)

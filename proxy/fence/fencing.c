@@ -321,10 +321,8 @@ static void write_log(struct fencing *f, const struct proxy_summary *s, const ch
 					      verdict ? verdict : "other" }, 1);
 	if (!f->access_log)
 		return;
-	memset(&e, 0, sizeof(e));
+	proxy_summary_log_entry(s, &e);
 	e.time_ms = t_ms;
-	e.request_id = s->id;
-	e.method = s->method;
 	e.bucket = bucket;
 	e.key = key;
 	e.lock = lock;
@@ -332,11 +330,6 @@ static void write_log(struct fencing *f, const struct proxy_summary *s, const ch
 	e.has_current_epoch = has_current;
 	e.current_epoch = current;
 	e.verdict = verdict;
-	e.upstream_status = s->upstream_status;
-	e.status = s->status;
-	e.bytes_in = s->bytes_in;
-	e.bytes_out = s->bytes_out;
-	e.duration_ms = (double)s->duration_us / 1000.0;
 	line = accesslog_format(&e, &len);
 	if (line) {
 		fwrite(line, 1, len, f->access_log);

@@ -34,6 +34,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "listen.h"
 #include "ops/log.h"
 
 /* ======================================================================== */
@@ -750,7 +751,6 @@ static int front_parser_paused(const struct front_parser *p)
 
 #define LINGER_MS       2000
 #define LINGER_MAX      (1024 * 1024)
-#define MAX_LISTENERS   16
 
 enum conn_state {
 	CONN_IDLE,     /* waiting for (the rest of) a request head */
@@ -764,8 +764,7 @@ struct front_server {
 	struct event_base *base;
 	struct front_limits lim;
 	struct front_ops ops;
-	struct evconnlistener *listeners[MAX_LISTENERS];
-	size_t nlisteners;
+	struct listen_set *listen;
 	struct front_conn *conns;
 	size_t nconns;
 	int draining;
@@ -773,7 +772,7 @@ struct front_server {
 	void (*drain_done)(void *arg);
 	void *drain_arg;
 	SSL_CTX *tls;         /* NULL: plain TCP; else every listener speaks TLS */
-	int accept_paused;    /* at max_connections: listeners disabled */
+	int accept_paused;    /* at max_connections: listeners paused */
 };
 
 /* At max_connections the listeners stop accepting (new clients wait in the
@@ -785,12 +784,7 @@ static void update_accepting(struct front_server *s)
 	if (full == s->accept_paused || s->draining)
 		return;
 	s->accept_paused = full;
-	for (size_t i = 0; i < s->nlisteners; i++) {
-		if (full)
-			evconnlistener_disable(s->listeners[i]);
-		else
-			evconnlistener_enable(s->listeners[i]);
-	}
+	listen_set_full(s->listen, full);
 	if (full)
 		log_warn("\"%zu\" connections open (limits.max_connections): not accepting "
 			 "until one closes", s->nconns);
@@ -1407,22 +1401,16 @@ fail:
 		evutil_closesocket(fd);
 }
 
-static void accept_error_cb(struct evconnlistener *l, void *arg)
-{
-	int err = EVUTIL_SOCKET_ERROR();
-
-	/* EMFILE and friends: keep listening, the next accept may work */
-	log_error("accept failed: \"%s\"", evutil_socket_error_to_string(err));
-}
-
 struct front_server *front_server_new(struct event_base *base,
 				      const struct front_limits *limits,
 				      const struct front_ops *ops,
 				      char *err, size_t errlen)
 {
 	struct front_server *s = calloc(1, sizeof(*s));
+	char why[512];
 
-	if (!s) {
+	if (!s || !(s->listen = listen_set_new(base, accept_cb, s))) {
+		free(s);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
@@ -1431,6 +1419,10 @@ struct front_server *front_server_new(struct event_base *base,
 		s->lim = *limits;
 	else
 		front_limits_default(&s->lim);
+	s->lim.max_connections = listen_connection_budget(s->lim.max_connections, why,
+							  sizeof(why));
+	if (why[0])
+		log_warn("limits.max_connections: \"%zu\": %s", s->lim.max_connections, why);
 	s->ops = *ops;
 	/* our own limits are lower; keep libhttp-parser's as a backstop */
 	if (s->lim.header_bytes + 1024 > 80 * 1024)
@@ -1438,80 +1430,9 @@ struct front_server *front_server_new(struct event_base *base,
 	return s;
 }
 
-/* Parses "ADDR:PORT", "[V6]:PORT" or ":PORT" into ss. */
-static int parse_listen_addr(const char *spec, struct sockaddr_storage *ss,
-			     int *sslen, char *err, size_t errlen)
-{
-	char buf[256];
-	const char *colon = strrchr(spec, ':');
-	size_t hostlen;
-	char *end;
-	long port;
-
-	if (!colon || strlen(spec) >= sizeof(buf)) {
-		snprintf(err, errlen, "listen address \"%s\" is not ADDR:PORT", spec);
-		return -1;
-	}
-	port = strtol(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end || port < 1 || port > 65535) {
-		snprintf(err, errlen, "listen address \"%s\" has a bad port", spec);
-		return -1;
-	}
-	hostlen = (size_t)(colon - spec);
-	memcpy(buf, spec, hostlen);
-	buf[hostlen] = '\0';
-	memset(ss, 0, sizeof(*ss));
-	if (hostlen >= 2 && buf[0] == '[' && buf[hostlen - 1] == ']') {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-
-		buf[hostlen - 1] = '\0';
-		if (inet_pton(AF_INET6, buf + 1, &in6->sin6_addr) != 1) {
-			snprintf(err, errlen, "listen address \"%s\" has a bad IPv6 address", spec);
-			return -1;
-		}
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		*sslen = sizeof(*in6);
-	} else {
-		struct sockaddr_in *in = (struct sockaddr_in *)ss;
-
-		if (hostlen == 0) {
-			in->sin_addr.s_addr = htonl(INADDR_ANY);
-		} else if (strcmp(buf, "localhost") == 0) {
-			in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		} else if (inet_pton(AF_INET, buf, &in->sin_addr) != 1) {
-			snprintf(err, errlen, "listen address \"%s\" needs an IP address", spec);
-			return -1;
-		}
-		in->sin_family = AF_INET;
-		in->sin_port = htons((uint16_t)port);
-		*sslen = sizeof(*in);
-	}
-	return 0;
-}
-
 int front_server_listen(struct front_server *s, const char *addr, char *err, size_t errlen)
 {
-	struct sockaddr_storage ss;
-	struct evconnlistener *l;
-	int sslen = 0;
-
-	if (s->nlisteners == MAX_LISTENERS) {
-		snprintf(err, errlen, "too many listen addresses (at most %d)", MAX_LISTENERS);
-		return -1;
-	}
-	if (parse_listen_addr(addr, &ss, &sslen, err, errlen) < 0)
-		return -1;
-	l = evconnlistener_new_bind(s->base, accept_cb, s,
-				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
-				    511, (struct sockaddr *)&ss, sslen);
-	if (!l) {
-		snprintf(err, errlen, "cannot listen on \"%s\": %s", addr, strerror(errno));
-		return -1;
-	}
-	evconnlistener_set_error_cb(l, accept_error_cb);
-	s->listeners[s->nlisteners++] = l;
-	return 0;
+	return listen_set_add(s->listen, addr, err, errlen);
 }
 
 static void drain_timeout_cb(evutil_socket_t fd, short ev, void *arg)
@@ -1535,9 +1456,7 @@ void front_server_drain(struct front_server *s, long timeout_ms,
 	struct front_conn *c, *next;
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 
-	for (size_t i = 0; i < s->nlisteners; i++)
-		evconnlistener_free(s->listeners[i]);
-	s->nlisteners = 0;
+	listen_set_close(s->listen);
 	s->draining = 1;
 	s->drain_done = done;
 	s->drain_arg = arg;
@@ -1571,8 +1490,7 @@ void front_server_free(struct front_server *s)
 	s->drain_done = NULL;
 	while (s->conns)
 		conn_free(s->conns, FRONT_ABORT_SHUTDOWN);
-	for (size_t i = 0; i < s->nlisteners; i++)
-		evconnlistener_free(s->listeners[i]);
+	listen_set_free(s->listen);
 	if (s->drain_timer)
 		event_free(s->drain_timer);
 	SSL_CTX_free(s->tls);

@@ -71,6 +71,8 @@ struct proxy_req {
 	struct front_conn *conn;     /* NULL once the client is gone or released */
 	struct front_msg *msg;
 	char id[32];
+	char peer[64];               /* the client's address, kept past the conn */
+	char *principal;             /* proxy_req_set_principal; NULL: none */
 	enum req_phase phase;
 	int refs;
 	int suspend_held;            /* a reference held from SUSPEND to resume */
@@ -166,6 +168,7 @@ static void req_put(struct proxy_req *req)
 	front_msg_free(req->msg);
 	if (req->body)
 		evbuffer_free(req->body);
+	free(req->principal);
 	req->p->inflight--;
 	free(req);
 }
@@ -196,7 +199,10 @@ static void req_finish(struct proxy_req *req, enum proxy_outcome outcome)
 	s.id = req->id;
 	s.method = req->msg->method;
 	s.path = req->msg->path;
-	s.peer = "";
+	s.query = req->msg->query;
+	s.peer = req->peer;
+	s.principal = req->principal;
+	s.user_agent = front_hdrs_get(&req->msg->hdrs, "User-Agent");
 	s.status = req->status;
 	s.upstream_status = req->upstream_status;
 	s.bytes_in = req->bytes_in;
@@ -932,6 +938,7 @@ static void *op_on_head(void *arg, struct front_conn *conn, struct front_msg *ms
 	req->refs = 1;
 	req->keep_body = 1;
 	req->t_start_us = now_us();
+	snprintf(req->peer, sizeof(req->peer), "%s", front_conn_peer(conn));
 	req->body = evbuffer_new();
 	p->inflight++;
 	snprintf(req->id, sizeof(req->id), "req-%08" PRIx64, ++p->next_id);
@@ -1129,7 +1136,35 @@ const char *proxy_req_query(const struct proxy_req *req) { return req->msg->quer
 
 const char *proxy_req_peer(const struct proxy_req *req)
 {
-	return req->conn ? front_conn_peer(req->conn) : "";
+	return req->peer;
+}
+
+int proxy_req_set_principal(struct proxy_req *req, const char *principal)
+{
+	char *copy = strdup(principal);
+
+	if (!copy)
+		return -1;
+	free(req->principal);
+	req->principal = copy;
+	return 0;
+}
+
+void proxy_summary_log_entry(const struct proxy_summary *s, struct accesslog_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->request_id = s->id;
+	e->remote_addr = s->peer;
+	e->access_key = s->principal;
+	e->method = s->method;
+	e->path = s->path;
+	e->query = s->query;
+	e->user_agent = s->user_agent;
+	e->upstream_status = s->upstream_status;
+	e->status = s->status;
+	e->bytes_in = s->bytes_in;
+	e->bytes_out = s->bytes_out;
+	e->duration_ms = (double)s->duration_us / 1000.0;
 }
 
 const char *proxy_req_header(const struct proxy_req *req, const char *name)

@@ -44,6 +44,7 @@
 #include <event2/event.h>
 
 #include "front.h"
+#include "ops/accesslog.h"
 #include "upstream.h"
 
 struct proxy;
@@ -142,7 +143,13 @@ const char *proxy_req_method(const struct proxy_req *req);
 /* Percent-encoded path as sent ("/bucket/key"); query without '?' or NULL. */
 const char *proxy_req_path(const struct proxy_req *req);
 const char *proxy_req_query(const struct proxy_req *req);
+/* The client's "ADDR:PORT" ("[V6]:PORT"), even after it went away. */
 const char *proxy_req_peer(const struct proxy_req *req);
+
+/* Who the request is from, once authenticated: the access key that signed
+ * it (S3 mode) or the client's name (HTTP mode), copied; for the access
+ * log. Returns 0 or -1 (ENOMEM, nothing recorded). */
+int proxy_req_set_principal(struct proxy_req *req, const char *principal);
 /* First value of a request header (case-insensitive name), or NULL. */
 const char *proxy_req_header(const struct proxy_req *req, const char *name);
 /* Every request header as received, including hop-by-hop ones (those are
@@ -308,7 +315,10 @@ struct proxy_summary {
 	const char *id;
 	const char *method;
 	const char *path;
-	const char *peer;
+	const char *query;       /* without '?'; NULL when none */
+	const char *peer;        /* the client's "ADDR:PORT" */
+	const char *principal;   /* proxy_req_set_principal's; NULL: anonymous */
+	const char *user_agent;  /* User-Agent; NULL when none */
 	int status;              /* sent to the client; 0 if none */
 	int upstream_status;     /* last upstream status; 0 if none */
 	uint64_t bytes_in;       /* request body bytes read */
@@ -319,6 +329,12 @@ struct proxy_summary {
 };
 
 typedef void (*proxy_done_fn)(const struct proxy_summary *s, void *arg);
+
+/* The access-log fields the summary knows (request id, client address and
+ * identity, method, path, query, user agent, statuses, bytes, duration)
+ * into e, the others zeroed: the caller adds the time and what it decided
+ * (bucket, key, lock, epochs, verdict). e's strings point into s. */
+void proxy_summary_log_entry(const struct proxy_summary *s, struct accesslog_entry *e);
 
 /* Every request, once, when it is over (access log, metrics). Returns 0/-1. */
 int proxy_on_done(struct proxy *p, proxy_done_fn fn, void *arg);

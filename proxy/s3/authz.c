@@ -469,6 +469,11 @@ static enum proxy_action on_s3(struct authz *a, const struct policy *pol, struct
 		}
 		break;
 	}
+	/* verified: logged as who it is, even if refused below */
+	if (c && proxy_req_set_principal(req, c->access_key) < 0) {
+		proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
+		goto out;
+	}
 	if (check_access(a, pol, c, req, dpath) < 0)
 		goto out;
 	if (c)
@@ -498,6 +503,10 @@ static enum proxy_action on_http(struct authz *a, const struct policy *pol,
 		c = policy_client_by_token(pol, h, strlen(h));
 		if (!c)
 			return refuse(a, req, 401, "Unauthorized", "unknown bearer token");
+	}
+	if (c && proxy_req_set_principal(req, c->name) < 0) {
+		proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
+		return PROXY_HANDLED;
 	}
 	if (check_access(a, pol, c, req, dpath) < 0)
 		return PROXY_HANDLED;

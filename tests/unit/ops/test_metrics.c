@@ -313,7 +313,11 @@ static void test_accesslog_line(void **state)
 	struct accesslog_entry e = {
 		.time_ms = 1796230037123LL,    /* 2026-12-02T16:47:17.123Z */
 		.request_id = "r1",
+		.remote_addr = "10.0.0.7:40312",
+		.access_key = "AKIDW1",
 		.method = "PUT",
+		.path = "/b/k",
+		.query = "tagging",
 		.bucket = "b",
 		.key = "k/\"x\"\n\xff",
 		.lock = "inv",
@@ -325,6 +329,7 @@ static void test_accesslog_line(void **state)
 		.bytes_in = 5,
 		.bytes_out = 300,
 		.duration_ms = 1.25,
+		.user_agent = "aws-cli/1.45 \"q\"",
 	};
 	cJSON *p;
 	size_t len;
@@ -336,11 +341,13 @@ static void test_accesslog_line(void **state)
 	assert_int_equal(line[len - 1], '\n');
 	assert_null(memchr(line, '\n', len - 1));   /* exactly one line */
 	assert_string_equal(line,
-		"{\"time\":\"2026-12-02T16:47:17.123Z\",\"requestId\":\"r1\",\"method\":\"PUT\","
+		"{\"time\":\"2026-12-02T16:47:17.123Z\",\"requestId\":\"r1\","
+		"\"remoteAddr\":\"10.0.0.7:40312\",\"accessKey\":\"AKIDW1\",\"method\":\"PUT\","
+		"\"path\":\"/b/k\",\"query\":\"tagging\","
 		"\"bucket\":\"b\",\"key\":\"k/\\\"x\\\"\\n\xef\xbf\xbd\",\"lock\":\"inv\","
 		"\"presentedEpoch\":7,\"currentEpoch\":9,\"verdict\":\"reject_stale\","
 		"\"upstreamStatus\":null,\"status\":409,\"bytesIn\":5,\"bytesOut\":300,"
-		"\"durationMs\":1.250}\n");
+		"\"durationMs\":1.250,\"userAgent\":\"aws-cli/1.45 \\\"q\\\"\"}\n");
 	p = cJSON_Parse(line);
 	assert_non_null(p);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(p, "upstreamStatus")));
@@ -354,8 +361,45 @@ static void test_accesslog_line(void **state)
 	assert_non_null(strstr(line, "\"lock\":null,\"presentedEpoch\":null,"
 				     "\"currentEpoch\":null,\"verdict\":null,"
 				     "\"upstreamStatus\":200"));
-	assert_non_null(strstr(line, "\"durationMs\":0.000}"));
+	assert_non_null(strstr(line, "\"durationMs\":0.000,\"userAgent\":null}"));
+	/* not authenticated: "-"; no query, no address: null */
+	assert_non_null(strstr(line, "\"remoteAddr\":null,\"accessKey\":\"-\",\"method\":\"GET\","
+				     "\"path\":null,\"query\":null,"));
 	free(line);
+}
+
+/* The credentials of a presigned URL never reach the log; other
+ * parameters, their order and their encoding are kept as sent. */
+static void test_accesslog_redacts_query(void **state)
+{
+	static const struct { const char *query, *logged; } cases[] = {
+		{ "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKID%2F20260101&"
+		  "X-Amz-Signature=0123abcd&X-Amz-Security-Token=FwoGZX%2B&list-type=2",
+		  "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKID%2F20260101&"
+		  "X-Amz-Signature=REDACTED&X-Amz-Security-Token=REDACTED&list-type=2" },
+		{ "AWSAccessKeyId=AKID&Expires=1&Signature=abc%2Bdef%3D",
+		  "AWSAccessKeyId=AKID&Expires=1&Signature=REDACTED" },
+		{ "x-amz-%53ignature=abc&signature=x&&Signature", /* encoded, lowercase, no value */
+		  "x-amz-%53ignature=REDACTED&signature=REDACTED&&Signature" },
+		{ "Signatures=keep&prefix=Signature%3Dno", "Signatures=keep&prefix=Signature%3Dno" },
+		{ "uploads", "uploads" },
+		{ "", "" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct accesslog_entry e = { .method = "GET", .query = cases[i].query };
+		char *line = accesslog_format(&e, NULL);
+		cJSON *p = cJSON_Parse(line);
+		const cJSON *q = cJSON_GetObjectItem(p, "query");
+
+		assert_non_null(line);
+		assert_true(cJSON_IsString(q));
+		assert_string_equal(q->valuestring, cases[i].logged);
+		assert_null(strstr(line, "0123abcd"));
+		cJSON_Delete(p);
+		free(line);
+	}
 }
 
 int main(void)
@@ -371,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_s3err_xml_hostile),
 		cmocka_unit_test(test_s3err_json),
 		cmocka_unit_test(test_accesslog_line),
+		cmocka_unit_test(test_accesslog_redacts_query),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

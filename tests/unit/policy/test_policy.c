@@ -232,6 +232,7 @@ static const struct bad_case bad_cases[] = {
 	{ "{\"log\":{\"level\":\"trace\"}}", "log.level: \"trace\" is not one of" },
 	{ "{\"log\":{\"format\":\"text\"}}", "log.format: \"text\" is not one of \"json\"" },
 	{ "{\"log\":{\"access_log\":\"access.log\"}}", "log.access_log: \"access.log\": an absolute path" },
+	{ "{\"log\":{\"error_log\":\"error.log\"}}", "log.error_log: \"error.log\": an absolute path" },
 	{ "{\"log\":{\"lvl\":\"info\"}}", "log.lvl: unknown key (did you mean \"level\"?)" },
 	/* tls */
 	{ "{\"tls\":{\"key\":\"/k.pem\"}}", "tls.cert: required with tls" },
