@@ -38,11 +38,13 @@ def config(dirpath, access):
             "clients": clients, "log": {"access_log": access}}
 
 
-def signed(g, creds, method, path, body=b""):
+def signed(g, creds, method, path, body=b"", extra=None):
+    """SigV4 headers, extra headers signed too (a write's X-Fencing-Token
+    must be signed)."""
     from botocore.auth import S3SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
-    req = AWSRequest(method=method, url=g.url + path, data=body)
+    req = AWSRequest(method=method, url=g.url + path, data=body, headers=dict(extra or {}))
     S3SigV4Auth(Credentials(*creds), "s3", "us-east-1").add_auth(req)
     return dict(req.headers.items())
 
@@ -133,8 +135,7 @@ def t_put_bytes(g, access):
                           b'{"ttlMs":60000}'))
     assert token.status == 200, (token.status, token.body)
     epoch = json.loads(token.body)["epoch"]
-    h = signed(g, WRITER, "PUT", path, body)
-    h["X-Fencing-Token"] = str(epoch)
+    h = signed(g, WRITER, "PUT", path, body, {"X-Fencing-Token": str(epoch)})
     c = Client(g, "PUT", path, body, h)
     assert c.status == 200, (c.status, c.body)
     e = line_of(access, c)
@@ -158,8 +159,7 @@ def t_not_authenticated(g, access):
 
 def t_refused_known_key(g, access):
     path = "/%s/reports/r2.txt" % BUCKET
-    h = signed(g, READER, "PUT", path, b"no")
-    h["X-Fencing-Token"] = "1"
+    h = signed(g, READER, "PUT", path, b"no", {"X-Fencing-Token": "1"})
     c = Client(g, "PUT", path, b"no", h)
     assert c.status == 403, (c.status, c.body)
     e = line_of(access, c)
