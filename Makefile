@@ -45,7 +45,8 @@ endif
 #   proxy/local/    the embedded S3 server over the local-directory store
 # Each layer includes only the ones above it in this list (tests/layering.sh).
 WIRE_SRC   := $(wildcard wire/*.c)
-LOCK_SRC   := $(WIRE_SRC) $(filter-out lock/fencectl.c,$(wildcard lock/*.c))
+LOCK_SRC   := $(WIRE_SRC) $(filter-out lock/fencectl%.c,$(wildcard lock/*.c))
+FENCECTL_SRC := $(wildcard lock/fencectl*.c)
 PROXY_DIRS := proxy/ops proxy/http proxy/s3 proxy/fence proxy/local
 PROXY_SRC  := $(foreach d,$(PROXY_DIRS),$(wildcard $(d)/*.c))
 POLICY_SRC := $(wildcard policy/*.c)
@@ -97,7 +98,7 @@ $(O)/lib/libfencelock.pc: lock/libfencelock.pc.in Makefile
 	@mkdir -p $(O)/lib
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(O)/bin/fencectl: $(O)/build/obj/lock/fencectl.o $(O)/lib/libfencelock.a
+$(O)/bin/fencectl: $(FENCECTL_SRC:%.c=$(O)/build/obj/%.o) $(O)/lib/libfencelock.a
 	@mkdir -p $(O)/bin
 	$(E) LD $@
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
@@ -182,7 +183,7 @@ fuzz: $(FUZZ_BIN)
 			$(O)/build/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; done
 
 lint: deps
-	$(Q)clang-tidy --quiet $(LOCK_SRC) lock/fencectl.c $(CORE_SRC) proxy/main.c proxy/cli.c \
+	$(Q)clang-tidy --quiet $(LOCK_SRC) $(FENCECTL_SRC) $(CORE_SRC) proxy/main.c proxy/cli.c \
 		-- $(CPPFLAGS_ALL)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem -I. -Iproxy wire lock proxy policy

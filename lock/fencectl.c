@@ -1,34 +1,27 @@
 /* fencectl.c — the command line for fencing locks: argument parsing and
- * printing around libfencelock (lock.h), plus `run`, which holds a lock for
- * a child process. The protocol itself lives in the library; this file only
- * turns its answers into output and exit codes (0 ok, 3 held/lost, 1 error). */
+ * printing around libfencelock (lock.h), the commands, and --proxy (the
+ * same commands through a fencegate's lock HTTP API, lockhttp.h). The
+ * protocol itself lives in the library, and `run` (holding a lock for a
+ * child process) in fencectl_run.c; this file only turns answers into
+ * output and exit codes (0 ok, 3 held/lost, 1 error). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "lock.h"
 #include "lockhttp.h"
 #include "store.h"
-#include "timesrc.h"
+#include "fencectl_int.h"
 
 #ifndef FENCE_VERSION
 #define FENCE_VERSION "unknown"
 #endif
-
-#define EXIT_HELD 3
-#define RUN_POLL_MS 50
-#define RUN_GRACE_MAX_MS 5000
 
 static const char usage[] =
 "usage: fencectl [global options] COMMAND [ARGS]\n"
@@ -65,22 +58,9 @@ static const char usage[] =
 "exit status: 0 ok, 3 held by another or lock lost, 1 error;\n"
 "run exits with CMD's status (128+N if killed by signal N).\n";
 
-struct cli {
-	const char *store_url, *prefix, *endpoint, *region, *profile, *proxy;
-	int json;
-	const char *holder;
-	int64_t ttl_ms, wait_ms;
-	long keep;
-	int has_ttl, has_wait, has_holder, has_keep;
-	const char *command;
-	const char *pos[4];             /* positionals after the command */
-	int npos;
-	char **child_argv;              /* run: after "--" */
-};
-
 /* A usage error: names what to fix, exits 1. */
 __attribute__((format(printf, 1, 2), noreturn))
-static void die_usage(const char *fmt, ...)
+void fencectl_die_usage(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -131,7 +111,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *name)
 	if (a[n] != '\0')
 		return NULL;
 	if (*i + 1 >= argc)
-		die_usage("option %s needs a value", name);
+		fencectl_die_usage("option %s needs a value", name);
 	return argv[++*i];
 }
 
@@ -176,27 +156,27 @@ static void parse_args(int argc, char **argv, struct cli *c)
 		} else if ((v = option_value(argc, argv, &i, "--ttl"))) {
 			c->ttl_ms = parse_duration_ms(v);
 			if (c->ttl_ms <= 0)
-				die_usage("--ttl \"%s\": give a positive duration like 500ms, 30s or 2m", v);
+				fencectl_die_usage("--ttl \"%s\": give a positive duration like 500ms, 30s or 2m", v);
 			c->has_ttl = 1;
 		} else if ((v = option_value(argc, argv, &i, "--wait"))) {
 			c->wait_ms = parse_duration_ms(v);
 			if (c->wait_ms < 0)
-				die_usage("--wait \"%s\": give a duration like 500ms, 10s or 2m", v);
+				fencectl_die_usage("--wait \"%s\": give a duration like 500ms, 10s or 2m", v);
 			c->has_wait = 1;
 		} else if ((v = option_value(argc, argv, &i, "--keep"))) {
 			errno = 0;
 			c->keep = strtol(v, &end, 10);
 			if (errno || end == v || *end || c->keep < 1 || c->keep > 1000000000L)
-				die_usage("--keep \"%s\": give a whole number of epochs, at least 1", v);
+				fencectl_die_usage("--keep \"%s\": give a whole number of epochs, at least 1", v);
 			c->has_keep = 1;
 		} else if (a[0] == '-' && a[1] != '\0') {
-			die_usage("unknown option \"%s\"", a);
+			fencectl_die_usage("unknown option \"%s\"", a);
 		} else if (!c->command) {
 			c->command = a;
 		} else if (c->npos < (int)(sizeof(c->pos) / sizeof(c->pos[0]))) {
 			c->pos[c->npos++] = a;
 		} else {
-			die_usage("unexpected argument \"%s\"", a);
+			fencectl_die_usage("unexpected argument \"%s\"", a);
 		}
 	}
 }
@@ -209,16 +189,16 @@ static void expect(const struct cli *c, int npos, const char *args, int ttl_wait
 
 	if (c->npos != npos) {
 		snprintf(what, sizeof(what), "%s takes %s", c->command, args);
-		die_usage("%s", what);
+		fencectl_die_usage("%s", what);
 	}
 	if (!ttl_wait_holder && (c->has_ttl || c->has_wait))
-		die_usage("--ttl and --wait are for acquire and run, not %s", c->command);
+		fencectl_die_usage("--ttl and --wait are for acquire and run, not %s", c->command);
 	if (!ttl_wait_holder && !holder && c->has_holder)
-		die_usage("--holder is for acquire, run and break, not %s", c->command);
+		fencectl_die_usage("--holder is for acquire, run and break, not %s", c->command);
 	if (!keep && c->has_keep)
-		die_usage("--keep is for gc, not %s", c->command);
+		fencectl_die_usage("--keep is for gc, not %s", c->command);
 	if (strcmp(c->command, "run") != 0 && c->child_argv)
-		die_usage("\"--\" is for run, not %s", c->command);
+		fencectl_die_usage("\"--\" is for run, not %s", c->command);
 }
 
 static uint64_t parse_epoch(const char *s)
@@ -229,7 +209,7 @@ static uint64_t parse_epoch(const char *s)
 	errno = 0;
 	e = strtoull(s, &end, 10);
 	if (errno || end == s || *end || s[0] == '-' || e == 0 || e > 9999999999ULL)
-		die_usage("EPOCH \"%s\" is not an epoch number (1..9999999999)", s);
+		fencectl_die_usage("EPOCH \"%s\" is not an epoch number (1..9999999999)", s);
 	return (uint64_t)e;
 }
 
@@ -268,7 +248,7 @@ static struct lock *open_lock(const struct cli *c, struct store *st, const char 
 }
 
 /* Exit code for a library answer; prints the error for failures. */
-static int report(enum lock_code rc, const char *err)
+int fencectl_report(enum lock_code rc, const char *err)
 {
 	switch (rc) {
 	case LOCK_OK:
@@ -285,7 +265,7 @@ static int report(enum lock_code rc, const char *err)
 	}
 }
 
-static void print_held(const char *name, const struct lock_info *who)
+void fencectl_print_held(const char *name, const struct lock_info *who)
 {
 	if (who->state == LOCK_STATE_UNREADABLE)
 		fprintf(stderr, "fencectl: lock \"%s\" is held by an unreadable lock file "
@@ -366,11 +346,11 @@ static int cmd_acquire(const struct cli *c, struct lock *lk)
 	memset(&who, 0, sizeof(who));
 	rc = lock_acquire(lk, &ao, &g, &who, err, sizeof(err));
 	if (rc == LOCK_HELD || (rc == LOCK_ERR_TIMEOUT && who.epoch)) {
-		print_held(lock_name(lk), &who);
+		fencectl_print_held(lock_name(lk), &who);
 		return EXIT_HELD;
 	}
 	if (rc != LOCK_OK)
-		return report(rc, err);
+		return fencectl_report(rc, err);
 	if (c->json) {
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "lock", lock_name(lk));
@@ -395,7 +375,7 @@ static int cmd_renew_release(const struct cli *c, struct lock *lk, int releasing
 	g.epoch = parse_epoch(c->pos[1]);
 	rc = releasing ? lock_release(lk, &g, err, sizeof(err)) : lock_renew(lk, &g, err, sizeof(err));
 	if (rc != LOCK_OK)
-		return report(rc, err);
+		return fencectl_report(rc, err);
 	if (c->json) {
 		cJSON *o = cJSON_CreateObject();
 
@@ -418,7 +398,7 @@ static int cmd_status(const struct cli *c, struct lock *lk)
 
 	rc = lock_status(lk, &info, err, sizeof(err));
 	if (rc != LOCK_OK)
-		return report(rc, err);
+		return fencectl_report(rc, err);
 	if (c->json)
 		print_json(info_json(lock_name(lk), &info));
 	else
@@ -438,7 +418,7 @@ static int cmd_list(const struct cli *c, struct store *st)
 	rc = lock_list_names(st, &names, &n, err, sizeof(err));
 	if (rc != LOCK_OK) {
 		cJSON_Delete(arr);
-		return report(rc, err);
+		return fencectl_report(rc, err);
 	}
 	for (i = 0; i < n; i++) {
 		struct lock_info info;
@@ -472,7 +452,7 @@ static int cmd_gc(const struct cli *c, struct lock *lk)
 	if (rc != LOCK_OK) {
 		if (deleted)
 			fprintf(stderr, "fencectl: deleted %u epoch files before the failure\n", deleted);
-		return report(rc, err);
+		return fencectl_report(rc, err);
 	}
 	if (c->json) {
 		cJSON *o = cJSON_CreateObject();
@@ -495,7 +475,7 @@ static int cmd_break(const struct cli *c, struct lock *lk)
 
 	rc = lock_break(lk, c->holder, &epoch, err, sizeof(err));
 	if (rc != LOCK_OK)
-		return report(rc, err);
+		return fencectl_report(rc, err);
 	if (c->json) {
 		cJSON *o = cJSON_CreateObject();
 
@@ -517,156 +497,12 @@ static int cmd_check(const struct cli *c, struct store *st)
 
 	rc = lock_check_store(st, store_root(st), err, sizeof(err));
 	if (rc != LOCK_OK)
-		return report(rc, err);
+		return fencectl_report(rc, err);
 	if (c->json)
 		printf("{\"ok\":true}\n");
 	else
 		printf("ok: the store honours If-None-Match and If-Match\n");
 	return 0;
-}
-
-/* --- run ---------------------------------------------------------------------- */
-
-static volatile sig_atomic_t run_child_pid;
-static volatile sig_atomic_t run_got_signal;
-
-static void forward_signal(int sig)
-{
-	run_got_signal = sig;
-	if (run_child_pid > 0)
-		kill((pid_t)run_child_pid, sig);
-}
-
-static void nap_ms(int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL); /* a signal may cut it short: fine, we poll */
-}
-
-/* Holds the lock while the child runs. Renews every ttl/3; if a renewal
- * reports the lock lost, or the holder's deadline (send time + ttl - margin)
- * passes without a successful renewal, the child gets SIGTERM and, after a
- * grace period of ttl/3 capped at 5 s, SIGKILL. Releases at exit. Exits with
- * the child's status (128+N if killed by signal N); if the lock was lost and
- * the child still exited 0, exits 3. */
-static int cmd_run(const struct cli *c, struct lock *lk)
-{
-	struct lock_acquire_opts ao = { .holder = c->holder, .ttl_ms = c->ttl_ms,
-					.wait_ms = c->wait_ms };
-	const struct timesrc *ts = timesrc_system();
-	struct sigaction sa;
-	struct lock_grant g;
-	struct lock_info who;
-	enum lock_code rc;
-	char err[512] = "", token[32];
-	int64_t now, next_renew, kill_at = 0, period, grace;
-	int status = 0, lost = 0, killed = 0, code;
-	pid_t pid, r;
-
-	if (!c->child_argv || !c->child_argv[0])
-		die_usage("%s", "run needs a command after \"--\": fencectl run NAME -- CMD [ARGS...]");
-	memset(&who, 0, sizeof(who));
-	rc = lock_acquire(lk, &ao, &g, &who, err, sizeof(err));
-	if (rc == LOCK_HELD || (rc == LOCK_ERR_TIMEOUT && who.epoch)) {
-		print_held(lock_name(lk), &who);
-		return EXIT_HELD;
-	}
-	if (rc != LOCK_OK)
-		return report(rc, err);
-	snprintf(token, sizeof(token), "%" PRIu64, g.epoch);
-	if (setenv("FENCING_TOKEN", token, 1) != 0 || setenv("FENCE_LOCK", lock_name(lk), 1) != 0) {
-		fprintf(stderr, "fencectl: cannot set the child's environment\n");
-		lock_release(lk, &g, err, sizeof(err));
-		return 1;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = forward_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "fencectl: fork: %s\n", strerror(errno));
-		lock_release(lk, &g, err, sizeof(err));
-		return 1;
-	}
-	if (pid == 0) {
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		execvp(c->child_argv[0], c->child_argv);
-		fprintf(stderr, "fencectl: cannot run \"%s\": %s\n", c->child_argv[0], strerror(errno));
-		_exit(127);
-	}
-	run_child_pid = pid;
-
-	period = g.ttl_ms / 3 > 1 ? g.ttl_ms / 3 : 1;
-	grace = period < RUN_GRACE_MAX_MS ? period : RUN_GRACE_MAX_MS;
-	next_renew = timesrc_mono_ms(ts) + period;
-	for (;;) {
-		r = waitpid(pid, &status, WNOHANG);
-		if (r == pid)
-			break;
-		if (r < 0 && errno != EINTR) {
-			fprintf(stderr, "fencectl: waitpid: %s\n", strerror(errno));
-			status = 1 << 8;
-			break;
-		}
-		now = timesrc_mono_ms(ts);
-		if (lost && !killed && now >= kill_at) {
-			fprintf(stderr, "fencectl: child %ld still running %lld ms after SIGTERM; "
-				"sending SIGKILL\n", (long)pid, (long long)grace);
-			kill(pid, SIGKILL);
-			killed = 1;
-		}
-		if (!lost && now >= next_renew) {
-			err[0] = '\0';
-			rc = lock_renew(lk, &g, err, sizeof(err));
-			if (rc == LOCK_OK) {
-				next_renew = now + period;
-			} else if (rc == LOCK_LOST) {
-				fprintf(stderr, "fencectl: %s; the lock is lost, stopping the child\n",
-					err);
-				lost = 1;
-			} else {
-				fprintf(stderr, "fencectl: renewing lock \"%s\" failed, will retry: %s\n",
-					lock_name(lk), err);
-				next_renew = now + (period < 1000 ? period : 1000);
-			}
-		}
-		if (!lost && now >= g.deadline_mono_ms) {
-			fprintf(stderr, "fencectl: lock \"%s\": no successful renewal before the "
-				"lease deadline; stopping the child\n", lock_name(lk));
-			lost = 1;
-		}
-		if (lost && !kill_at) {
-			kill(pid, SIGTERM);
-			kill_at = now + grace;
-		}
-		nap_ms(RUN_POLL_MS);
-	}
-	run_child_pid = 0;
-
-	if (!lost) {
-		err[0] = '\0';
-		rc = lock_release(lk, &g, err, sizeof(err));
-		if (rc != LOCK_OK)
-			fprintf(stderr, "fencectl: releasing lock \"%s\" epoch %" PRIu64 ": %s\n",
-				lock_name(lk), g.epoch, err[0] ? err : lock_strerror(rc));
-	}
-	if (WIFEXITED(status))
-		code = WEXITSTATUS(status);
-	else if (WIFSIGNALED(status))
-		code = 128 + WTERMSIG(status);
-	else
-		code = 1;
-	if (lost && code == 0)
-		code = EXIT_HELD;
-	return code;
 }
 
 /* --- main ---------------------------------------------------------------------- */
@@ -802,23 +638,23 @@ int main(int argc, char **argv)
 	else if (strcmp(cmd, "gc") == 0) {
 		expect(&c, 1, "NAME --keep N", 0, 0, 1);
 		if (!c.has_keep)
-			die_usage("%s", "gc needs --keep N (how many of the newest epoch files to keep)");
+			fencectl_die_usage("%s", "gc needs --keep N (how many of the newest epoch files to keep)");
 	} else if (strcmp(cmd, "break") == 0)
 		expect(&c, 1, "NAME", 0, 1, 0);
 	else if (strcmp(cmd, "run") == 0)
 		expect(&c, 1, "NAME -- CMD [ARGS...]", 1, 1, 0);
 	else
-		die_usage("unknown command \"%s\"", cmd);
+		fencectl_die_usage("unknown command \"%s\"", cmd);
 
 	if (c.npos >= 1 && !lock_name_valid(c.pos[0]))
-		die_usage("invalid lock name \"%s\": use 1-128 of A-Z a-z 0-9 . _ -", c.pos[0]);
+		fencectl_die_usage("invalid lock name \"%s\": use 1-128 of A-Z a-z 0-9 . _ -", c.pos[0]);
 	if (c.prefix && c.npos == 0)
-		die_usage("--prefix names one lock's files; %s does not take it", cmd);
+		fencectl_die_usage("--prefix names one lock's files; %s does not take it", cmd);
 
 	if (c.proxy) {
 		if (c.store_url || c.prefix || c.endpoint)
-			die_usage("%s", "--proxy talks to a fencegate lock API; --store, --prefix and "
-				  "--endpoint do not apply");
+			fencectl_die_usage("%s", "--proxy talks to a fencegate lock API; --store, --prefix and "
+					   "--endpoint do not apply");
 		return proxy_command(&c);
 	}
 	st = open_store(&c);
@@ -844,7 +680,7 @@ int main(int argc, char **argv)
 	else if (strcmp(cmd, "break") == 0)
 		code = cmd_break(&c, lk);
 	else if (strcmp(cmd, "run") == 0)
-		code = cmd_run(&c, lk);
+		code = fencectl_cmd_run(&c, lk);
 out:
 	lock_close(lk);
 	store_close(st);

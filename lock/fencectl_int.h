@@ -1,0 +1,37 @@
+/* fencectl_int.h — what fencectl's two files share: fencectl.c (argument
+ * parsing, printing, the commands, main) and fencectl_run.c (`run`, which
+ * holds a lock while a child process works). Part of the fencectl program,
+ * not of libfencelock. */
+#ifndef FENCE_FENCECTL_INT_H
+#define FENCE_FENCECTL_INT_H
+
+#include <stdint.h>
+
+#include "lock.h"
+
+#define EXIT_HELD 3
+
+struct cli {
+	const char *store_url, *prefix, *endpoint, *region, *profile, *proxy;
+	int json;
+	const char *holder;
+	int64_t ttl_ms, wait_ms;
+	long keep;
+	int has_ttl, has_wait, has_holder, has_keep;
+	const char *command;
+	const char *pos[4];             /* positionals after the command */
+	int npos;
+	char **child_argv;              /* run: after "--" */
+};
+
+/* A usage error: names what to fix, exits 1. */
+__attribute__((format(printf, 1, 2), noreturn))
+void fencectl_die_usage(const char *fmt, ...);
+/* Exit code for a library answer; prints the error for failures. */
+int fencectl_report(enum lock_code rc, const char *err);
+/* Prints who holds lock name (stderr). */
+void fencectl_print_held(const char *name, const struct lock_info *who);
+/* fencectl run: see fencectl_run.c. Returns the exit code. */
+int fencectl_cmd_run(const struct cli *c, struct lock *lk);
+
+#endif

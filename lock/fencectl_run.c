@@ -1,0 +1,166 @@
+/* fencectl_run.c — `fencectl run NAME -- CMD`: acquires the lock, starts
+ * CMD with FENCING_TOKEN and FENCE_LOCK in its environment, renews every
+ * ttl/3 and stops CMD (SIGTERM, then SIGKILL after a grace period) when a
+ * renewal reports the lock lost or the holder's deadline passes, by its own
+ * timer, never waiting on a request in flight; releases at the end. It
+ * forwards SIGINT/SIGTERM/SIGHUP to CMD; it parses no arguments (fencectl.c
+ * does). */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lock.h"
+#include "timesrc.h"
+#include "fencectl_int.h"
+
+#define RUN_POLL_MS 50
+#define RUN_GRACE_MAX_MS 5000
+
+static volatile sig_atomic_t run_child_pid;
+static volatile sig_atomic_t run_got_signal;
+
+static void forward_signal(int sig)
+{
+	run_got_signal = sig;
+	if (run_child_pid > 0)
+		kill((pid_t)run_child_pid, sig);
+}
+
+static void nap_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL); /* a signal may cut it short: fine, we poll */
+}
+
+/* Holds the lock while the child runs. Renews every ttl/3; if a renewal
+ * reports the lock lost, or the holder's deadline (send time + ttl - margin)
+ * passes without a successful renewal, the child gets SIGTERM and, after a
+ * grace period of ttl/3 capped at 5 s, SIGKILL. Releases at exit. Exits with
+ * the child's status (128+N if killed by signal N); if the lock was lost and
+ * the child still exited 0, exits 3. */
+int fencectl_cmd_run(const struct cli *c, struct lock *lk)
+{
+	struct lock_acquire_opts ao = { .holder = c->holder, .ttl_ms = c->ttl_ms,
+					.wait_ms = c->wait_ms };
+	const struct timesrc *ts = timesrc_system();
+	struct sigaction sa;
+	struct lock_grant g;
+	struct lock_info who;
+	enum lock_code rc;
+	char err[512] = "", token[32];
+	int64_t now, next_renew, kill_at = 0, period, grace;
+	int status = 0, lost = 0, killed = 0, code;
+	pid_t pid, r;
+
+	if (!c->child_argv || !c->child_argv[0])
+		fencectl_die_usage("%s", "run needs a command after \"--\": fencectl run NAME -- CMD [ARGS...]");
+	memset(&who, 0, sizeof(who));
+	rc = lock_acquire(lk, &ao, &g, &who, err, sizeof(err));
+	if (rc == LOCK_HELD || (rc == LOCK_ERR_TIMEOUT && who.epoch)) {
+		fencectl_print_held(lock_name(lk), &who);
+		return EXIT_HELD;
+	}
+	if (rc != LOCK_OK)
+		return fencectl_report(rc, err);
+	snprintf(token, sizeof(token), "%" PRIu64, g.epoch);
+	if (setenv("FENCING_TOKEN", token, 1) != 0 || setenv("FENCE_LOCK", lock_name(lk), 1) != 0) {
+		fprintf(stderr, "fencectl: cannot set the child's environment\n");
+		lock_release(lk, &g, err, sizeof(err));
+		return 1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = forward_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "fencectl: fork: %s\n", strerror(errno));
+		lock_release(lk, &g, err, sizeof(err));
+		return 1;
+	}
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		execvp(c->child_argv[0], c->child_argv);
+		fprintf(stderr, "fencectl: cannot run \"%s\": %s\n", c->child_argv[0], strerror(errno));
+		_exit(127);
+	}
+	run_child_pid = pid;
+
+	period = g.ttl_ms / 3 > 1 ? g.ttl_ms / 3 : 1;
+	grace = period < RUN_GRACE_MAX_MS ? period : RUN_GRACE_MAX_MS;
+	next_renew = timesrc_mono_ms(ts) + period;
+	for (;;) {
+		r = waitpid(pid, &status, WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR) {
+			fprintf(stderr, "fencectl: waitpid: %s\n", strerror(errno));
+			status = 1 << 8;
+			break;
+		}
+		now = timesrc_mono_ms(ts);
+		if (lost && !killed && now >= kill_at) {
+			fprintf(stderr, "fencectl: child %ld still running %lld ms after SIGTERM; "
+				"sending SIGKILL\n", (long)pid, (long long)grace);
+			kill(pid, SIGKILL);
+			killed = 1;
+		}
+		if (!lost && now >= next_renew) {
+			err[0] = '\0';
+			rc = lock_renew(lk, &g, err, sizeof(err));
+			if (rc == LOCK_OK) {
+				next_renew = now + period;
+			} else if (rc == LOCK_LOST) {
+				fprintf(stderr, "fencectl: %s; the lock is lost, stopping the child\n",
+					err);
+				lost = 1;
+			} else {
+				fprintf(stderr, "fencectl: renewing lock \"%s\" failed, will retry: %s\n",
+					lock_name(lk), err);
+				next_renew = now + (period < 1000 ? period : 1000);
+			}
+		}
+		if (!lost && now >= g.deadline_mono_ms) {
+			fprintf(stderr, "fencectl: lock \"%s\": no successful renewal before the "
+				"lease deadline; stopping the child\n", lock_name(lk));
+			lost = 1;
+		}
+		if (lost && !kill_at) {
+			kill(pid, SIGTERM);
+			kill_at = now + grace;
+		}
+		nap_ms(RUN_POLL_MS);
+	}
+	run_child_pid = 0;
+
+	if (!lost) {
+		err[0] = '\0';
+		rc = lock_release(lk, &g, err, sizeof(err));
+		if (rc != LOCK_OK)
+			fprintf(stderr, "fencectl: releasing lock \"%s\" epoch %" PRIu64 ": %s\n",
+				lock_name(lk), g.epoch, err[0] ? err : lock_strerror(rc));
+	}
+	if (WIFEXITED(status))
+		code = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		code = 128 + WTERMSIG(status);
+	else
+		code = 1;
+	if (lost && code == 0)
+		code = EXIT_HELD;
+	return code;
+}
