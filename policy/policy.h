@@ -124,6 +124,7 @@ struct policy_client {
 struct policy_limits {
 	long long header_bytes, header_count, url_bytes;
 	long long idle_timeout_ms, header_timeout_ms, body_timeout_ms, send_timeout_ms;
+	long long body_min_rate;
 	long long max_connections, replay_bytes;
 	long long upstream_connect_timeout_ms, upstream_timeout_ms,
 		  upstream_total_timeout_ms;

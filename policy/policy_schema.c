@@ -150,6 +150,9 @@ const struct key policy_keys[] = {
 	  0, NULL, NULL, "whole request head must arrive within; over: 408" },
 	{ "limits.body_timeout_ms", KT_INT, "60000", 1, MS_DAY, 0, LIM(body_timeout_ms), 0, 0,
 	  NULL, NULL, "request body inactivity; over: 408" },
+	{ "limits.body_min_rate", KT_INT, "1024", 0, 1073741824, 0, LIM(body_min_rate), 0, 0,
+	  NULL, NULL, "bytes/s a request body must average after body_timeout_ms of grace "
+	  "(time paused for upstream back-pressure does not count); slower: 408; 0: no minimum" },
 	{ "limits.send_timeout_ms", KT_INT, "60000", 1, MS_DAY, 0, LIM(send_timeout_ms), 0, 0,
 	  NULL, NULL, "client not reading the response; over: close" },
 	{ "limits.max_connections", KT_INT, "10000", 1, 1000000, 0, LIM(max_connections), 0, 0,

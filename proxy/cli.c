@@ -52,6 +52,8 @@ static void usage(FILE *out)
 "  --header-timeout D     whole request head must arrive within D (10s) -> 408\n"
 "  --idle-timeout D       keep-alive connection idle time (60s)\n"
 "  --body-timeout D       request body inactivity (60s) -> 408\n"
+"  --body-min-rate N      bytes/s a request body must average after the body\n"
+"                         timeout's grace (1024; 0: none) -> 408\n"
 "  --send-timeout D       client not reading the response (60s) -> close\n"
 "  --connect-timeout D    upstream connect (5s) -> 504\n"
 "  --upstream-timeout D   upstream response head / body inactivity (60s) -> 504\n"
@@ -110,7 +112,7 @@ enum {
 	OPT_SEND_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_UPSTREAM_TIMEOUT, OPT_TOTAL_TIMEOUT,
 	OPT_DRAIN_TIMEOUT, OPT_MAX_HEADER_BYTES, OPT_MAX_HEADERS, OPT_MAX_URL_BYTES,
 	OPT_REPLAY_BYTES, OPT_CHECK_BUCKET, OPT_ACCESS_LOG, OPT_LOCK_REFRESH, OPT_WORKERS,
-	OPT_BARRIER_TIMEOUT, OPT_ERROR_LOG,
+	OPT_BARRIER_TIMEOUT, OPT_ERROR_LOG, OPT_BODY_MIN_RATE,
 };
 
 static const struct option long_options[] = {
@@ -127,6 +129,7 @@ static const struct option long_options[] = {
 	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT },
+	{ "body-min-rate", required_argument, NULL, OPT_BODY_MIN_RATE },
 	{ "send-timeout", required_argument, NULL, OPT_SEND_TIMEOUT },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "upstream-timeout", required_argument, NULL, OPT_UPSTREAM_TIMEOUT },
@@ -242,6 +245,12 @@ int cli_parse(int argc, char **argv, struct options *o)
 			o->limits_set |= LIMIT_BIT(ch);
 			o->cfg.limits.header_bytes = (size_t)v;
 			break;
+		case OPT_BODY_MIN_RATE:
+			if ((v = parse_count(optarg, 0, 1024L * 1024 * 1024)) < 0)
+				return bad_value(name, optarg);
+			o->limits_set |= LIMIT_BIT(ch);
+			o->cfg.limits.body_min_rate = (size_t)v;
+			break;
 		case OPT_MAX_HEADERS:
 			if ((v = parse_count(optarg, 1, 10000)) < 0)
 				return bad_value(name, optarg);
@@ -354,6 +363,7 @@ void cli_proxy_config(struct proxy_config *cfg, const struct policy *pol,
 	cfg->limits.idle_timeout_ms = (long)l->idle_timeout_ms;
 	cfg->limits.header_timeout_ms = (long)l->header_timeout_ms;
 	cfg->limits.body_timeout_ms = (long)l->body_timeout_ms;
+	cfg->limits.body_min_rate = (size_t)l->body_min_rate;
 	cfg->limits.send_timeout_ms = (long)l->send_timeout_ms;
 	cfg->limits.max_connections = (size_t)l->max_connections;
 	cfg->replay_max = (size_t)l->replay_bytes;
@@ -369,6 +379,7 @@ void cli_proxy_config(struct proxy_config *cfg, const struct policy *pol,
 	FLAG(OPT_HEADER_TIMEOUT, limits.header_timeout_ms);
 	FLAG(OPT_IDLE_TIMEOUT, limits.idle_timeout_ms);
 	FLAG(OPT_BODY_TIMEOUT, limits.body_timeout_ms);
+	FLAG(OPT_BODY_MIN_RATE, limits.body_min_rate);
 	FLAG(OPT_SEND_TIMEOUT, limits.send_timeout_ms);
 	FLAG(OPT_CONNECT_TIMEOUT, upstream.connect_timeout_ms);
 	FLAG(OPT_UPSTREAM_TIMEOUT, upstream.first_byte_timeout_ms);

@@ -116,6 +116,14 @@ void fencing_loaded_cb(struct lockreg_entry *e, int ok, void *arg)
 		proxy_req_resume(fr->req, PROXY_HANDLED);
 		return;
 	}
+	if (!ok && e->load_no_bucket && fr->bucket[0] && lockreg_in_bucket(e, fr->bucket)) {
+		/* the bucket the client named does not exist: S3's answer, not a
+		 * 503 every SDK would retry */
+		fr->verdict = "no_bucket";
+		proxy_req_resume(fr->req, fencing_reply_error(fr, 404, "NoSuchBucket",
+				 "The specified bucket does not exist", false, 0));
+		return;
+	}
 	if (!ok) {
 		char msg[320];
 

@@ -181,7 +181,7 @@ static int is_lock_file(struct freq *fr, const char *key)
 	if (lockreg_default_prefix(fr->bucket, prefix, sizeof(prefix)) == 0 &&
 	    lockkey_under_prefix(key, prefix))
 		return 1;
-	if (fr->lock && fencing_lock_in_bucket(fr->lock, fr->bucket) &&
+	if (fr->lock && lockreg_in_bucket(fr->lock, fr->bucket) &&
 	    lockkey_under_prefix(key, fr->lock->prefix))
 		return 1;
 	for (size_t i = 0; pol && i < pol->nlocks; i++) {

@@ -142,9 +142,6 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr);
  * closed when the row is full). NULL with err filled. */
 struct store *fencing_thread_store(struct fencing *f, const char *bucket, char *err,
 				   size_t errlen);
-/* 1 if the lock's files live in bucket (so keys under its prefix there are
- * lock files): a bucket-named lock, or a store "s3://BUCKET[/ROOT]". */
-int fencing_lock_in_bucket(const struct lockreg_entry *lk, const char *bucket);
 /* Sets the upstream condition for an allowed write (HEAD when needed). */
 enum proxy_action fencing_step_cas(struct freq *fr);
 /* After a relayed CreateMultipartUpload: remember upload id -> epoch. */

@@ -425,17 +425,6 @@ static int strip_owned_headers(struct freq *fr)
 	return 0;
 }
 
-int fencing_lock_in_bucket(const struct lockreg_entry *lk, const char *bucket)
-{
-	size_t blen = strlen(bucket);
-
-	if (!lk->store_url[0])
-		return strcmp(lk->bucket, bucket) == 0;
-	return strncmp(lk->store_url, "s3://", 5) == 0 &&
-	       strncmp(lk->store_url + 5, bucket, blen) == 0 &&
-	       (lk->store_url[5 + blen] == '\0' || lk->store_url[5 + blen] == '/');
-}
-
 /* S3 mode with a config: the lock of a write to /{bucket}/{key} from the
  * policy's route (X-Fencing-Lock only where the route allows it), or per
  * unrouted_writes: reject (403), allow (forwarded unfenced: *act PASS),
@@ -480,7 +469,7 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 		    lockkey_classify(fr->key, c->prefix, NULL) == LOCKKEY_NOT_LOCK)
 			continue;
 		ce = lockreg_get_at(f->locks, c->name, c->store, c->prefix, 1, &why);
-		if (ce && fencing_lock_in_bucket(ce, fr->bucket))
+		if (ce && lockreg_in_bucket(ce, fr->bucket))
 			return ce;
 	}
 	route = policy_route_for(pol, path);
@@ -598,7 +587,7 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 					   false, 0);
 	}
 
-	if (fr->key && fencing_lock_in_bucket(fr->lock, fr->bucket) &&
+	if (fr->key && lockreg_in_bucket(fr->lock, fr->bucket) &&
 	    lockkey_classify(fr->key, fr->lock->prefix, NULL) != LOCKKEY_NOT_LOCK) {
 		/* only plain PutObject and DeleteObject are lock-protocol
 		 * operations; the guard refuses everything else */

@@ -57,6 +57,7 @@ struct api_req {
 	struct event *timer;
 	/* job results */
 	enum lock_code code;
+	bool no_bucket;              /* a store failure: the bucket does not exist */
 	struct lock_grant grant;
 	struct lock_info info;
 	char err[320];
@@ -172,6 +173,8 @@ static void api_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 		ar->code = lock_status(io->lk, &ar->info, ar->err, sizeof(ar->err));
 		break;
 	}
+	if (ar->code == LOCK_ERR_STORE)
+		ar->no_bucket = lockreg_bucket_missing(io->st);
 }
 
 static void api_done(struct lockreg_entry *e, void *arg);
@@ -329,6 +332,12 @@ static void api_done(struct lockreg_entry *e, void *arg)
 	finish(req, suspended, PROXY_HANDLED);
 	return;
 failed:
+	if (ar->no_bucket && e->bucket[0]) {
+		/* a bucket-named lock (no config): the bucket the client named */
+		finish(req, suspended, reply_err(req, 404, "NoSuchBucket",
+						 "The specified bucket does not exist"));
+		return;
+	}
 	snprintf(msg, sizeof(msg), "%s: %s", lock_strerror(ar->code), ar->err);
 	log_warn("lock \"%s\": %s", e->name, msg);
 	finish(req, suspended, reply_err(req, ar->code == LOCK_ERR_INVALID ? 400 : 503,

@@ -384,6 +384,17 @@ struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const 
 	return entry_get(r, name, "", store_url, prefix, create, why);
 }
 
+int lockreg_in_bucket(const struct lockreg_entry *e, const char *bucket)
+{
+	size_t blen = strlen(bucket);
+
+	if (!e->store_url[0])
+		return strcmp(e->bucket, bucket) == 0;
+	return strncmp(e->store_url, "s3://", 5) == 0 &&
+	       strncmp(e->store_url + 5, bucket, blen) == 0 &&
+	       (e->store_url[5 + blen] == '\0' || e->store_url[5 + blen] == '/');
+}
+
 struct lockreg_entry *lockreg_first(struct lockreg *r)
 {
 	return r->first;
@@ -464,6 +475,21 @@ static void op_run(void *arg)
 
 static void op_start(struct lockreg_entry *e);
 
+bool lockreg_bucket_missing(struct store *st)
+{
+	struct store_list_page page = {0};
+	struct store_result res = STORE_RESULT_INIT;
+	bool missing;
+
+	if (!st || strcmp(st->ops->scheme, "s3") != 0)
+		return false;
+	missing = store_list(st, store_root(st), NULL, NULL, 1, &page, &res) == STORE_NOT_FOUND &&
+		  strcmp(res.err_code, "NoSuchBucket") == 0;
+	store_list_page_free(&page);
+	store_result_clear(&res);
+	return missing;
+}
+
 static void op_done(void *arg)
 {
 	struct lockreg_op *op = arg;
@@ -530,6 +556,7 @@ struct load_job {
 	struct lock_info info;
 	enum lock_code code;
 	int refresh;        /* a periodic refresh, not a first load */
+	bool no_bucket;     /* failed: the bucket does not exist */
 	char err[256];
 };
 
@@ -544,11 +571,13 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	}
 	if (e->reg->self_test && !e->tested) {
 		j->code = lock_check_store(io->st, LOCKREG_PROBE_PREFIX, j->err, sizeof(j->err));
-		if (j->code != LOCK_OK)
-			return;
-		e->tested = true; /* worker-side flag: only jobs of e touch it */
+		if (j->code == LOCK_OK)
+			e->tested = true; /* worker-side flag: only jobs of e touch it */
 	}
-	j->code = lock_status(io->lk, &j->info, j->err, sizeof(j->err));
+	if (j->code == LOCK_OK)
+		j->code = lock_status(io->lk, &j->info, j->err, sizeof(j->err));
+	if (j->code == LOCK_ERR_STORE)
+		j->no_bucket = lockreg_bucket_missing(io->st);
 }
 
 static int start_load(struct lockreg *r, struct lockreg_entry *e);
@@ -567,9 +596,11 @@ static void load_done(struct lockreg_entry *e, void *arg)
 		lockreg_note_info(e, &j->info);
 		e->loaded = true;
 		e->load_failed = false;
+		e->load_no_bucket = false;
 		e->last_refresh_ms = lockreg_mono_ms();
 	} else if (!j->refresh || !e->loaded) {
 		e->load_failed = true;
+		e->load_no_bucket = j->no_bucket;
 		snprintf(e->load_err, sizeof(e->load_err), "%s", j->err);
 	}
 	if (!j->refresh) {

@@ -81,6 +81,8 @@ struct lockreg_entry {
 	bool loaded;
 	bool load_failed;
 	char load_err[256];
+	bool load_no_bucket;         /* that failure: the store's S3 bucket does
+				      * not exist (404 NoSuchBucket) */
 	int64_t last_refresh_ms;     /* monotonic */
 	int64_t last_used_ms;        /* monotonic */
 	struct barrier barrier;      /* HTTP mode: the epoch barrier (barrier.h) */
@@ -161,6 +163,10 @@ struct lockreg_entry *lockreg_get(struct lockreg *r, const char *name, const cha
 struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const char *store_url,
 				     const char *prefix, int create, const char **why);
 
+/* 1 if the lock's files live in bucket (so keys under its prefix there are
+ * lock files): a bucket-named lock, or a store "s3://BUCKET[/ROOT]". */
+int lockreg_in_bucket(const struct lockreg_entry *e, const char *bucket);
+
 /* Entries in creation order: first, then e->next. */
 struct lockreg_entry *lockreg_first(struct lockreg *r);
 size_t lockreg_count(const struct lockreg *r);
@@ -175,6 +181,11 @@ struct lockreg_io {
 	const char *err;             /* why st/lk are NULL */
 };
 typedef void (*lockreg_run_fn)(struct lockreg_entry *e, struct lockreg_io *io, void *arg);
+
+/* From run(), after a store failure: 1 when st is S3 and its bucket does not
+ * exist (a one-key listing answers 404 NoSuchBucket), else 0 (NULL and
+ * directory stores too). Costs one request. */
+bool lockreg_bucket_missing(struct store *st);
 typedef void (*lockreg_done_fn)(struct lockreg_entry *e, void *arg);
 int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn run,
 		   lockreg_done_fn done, void *arg);

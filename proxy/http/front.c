@@ -163,6 +163,7 @@ void front_limits_default(struct front_limits *l)
 	l->idle_timeout_ms = 60000;
 	l->header_timeout_ms = 10000;
 	l->body_timeout_ms = 60000;
+	l->body_min_rate = 1024;
 	l->send_timeout_ms = 60000;
 	l->input_buffer = 64 * 1024;
 	l->output_buffer = 64 * 1024;
@@ -814,6 +815,7 @@ struct front_conn {
 	int chunked;
 	int has_body;
 	uint64_t body_received;
+	uint64_t body_base;   /* body_received when the rate clock started */
 
 	/* the current response */
 	int resp_started;
@@ -832,6 +834,9 @@ struct front_conn {
 
 	/* monotonic milliseconds of the last progress of each kind */
 	int64_t t_idle, t_head, t_read, t_write, t_linger;
+	/* the body's rate clock: started when the body is asked for, moved on
+	 * by the time reading was paused for back-pressure (t_pause: since when) */
+	int64_t t_body, t_pause;
 };
 
 static int64_t now_ms(void)
@@ -1021,6 +1026,7 @@ static int conn_on_body(void *arg, const char *data, size_t len)
 	rc = c->srv->ops.on_body(c->req, data, len);
 	if (rc > 0 && c->state == CONN_REQUEST && c->req) {
 		c->body_stop = 1;
+		c->t_pause = now_ms();
 		return 1;
 	}
 	return 0;
@@ -1115,6 +1121,22 @@ static void conn_process(struct front_conn *c)
 	}
 }
 
+/* The milliseconds `bytes` earn at `rate` bytes/s (capped at a year). */
+static int64_t rate_allowance_ms(uint64_t bytes, size_t rate)
+{
+	uint64_t ms = bytes / rate * 1000 + bytes % rate * 1000 / rate;
+
+	return ms > 365ULL * 24 * 3600 * 1000 ? 365LL * 24 * 3600 * 1000 : (int64_t)ms;
+}
+
+/* Starts the body's rate clock now. */
+static void body_clock_start(struct front_conn *c)
+{
+	c->t_body = now_ms();
+	c->t_pause = 0;
+	c->body_base = c->body_received;
+}
+
 /* The earliest deadline that applies in c's state; 0 for none. */
 static int64_t conn_deadline(const struct front_conn *c, int *what)
 {
@@ -1136,8 +1158,13 @@ static int64_t conn_deadline(const struct front_conn *c, int *what)
 			CONSIDER(c->t_idle + l->idle_timeout_ms, 'I');
 	}
 	if ((c->state == CONN_REQUEST || c->state == CONN_DISCARD) &&
-	    c->body_reading && !c->body_done && !c->body_stop)
+	    c->body_reading && !c->body_done && !c->body_stop) {
 		CONSIDER(c->t_read + l->body_timeout_ms, 'B');
+		if (l->body_min_rate)
+			CONSIDER(c->t_body + l->body_timeout_ms +
+				 rate_allowance_ms(c->body_received - c->body_base, l->body_min_rate),
+				 'R');
+	}
 #undef CONSIDER
 	return d;
 }
@@ -1218,7 +1245,14 @@ static void conn_timeout_cb(evutil_socket_t fd, short ev, void *arg)
 		conn_error_reply(c, 408, "request head not received in time");
 		break;
 	case 'B':
-		log_info("request body from \"%s\" stalled", c->peer);
+	case 'R':
+		if (what == 'B')
+			log_info("request body from \"%s\" stalled", c->peer);
+		else
+			log_info("request body from \"%s\" too slow: \"%" PRIu64 "\" bytes in \"%"
+				 PRId64 "\" ms (limits.body_min_rate \"%zu\" bytes/s)", c->peer,
+				 c->body_received - c->body_base, now_ms() - c->t_body,
+				 c->srv->lim.body_min_rate);
 		if (c->req) {
 			void *req = c->req;
 
@@ -1521,8 +1555,14 @@ void front_conn_read_body(struct front_conn *c)
 		bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 		c->continue_sent = 1;
 	}
-	if (!c->body_reading)
+	if (!c->body_reading) {
 		c->t_read = now_ms();
+		body_clock_start(c);
+	} else if (c->body_stop && c->t_pause) {
+		c->t_body += now_ms() - c->t_pause; /* back-pressure is not the client's */
+		c->t_read = now_ms();
+		c->t_pause = 0;
+	}
 	c->body_reading = 1;
 	c->body_stop = 0;
 	conn_kick(c);
@@ -1747,6 +1787,7 @@ void front_conn_request_done(struct front_conn *c)
 		c->body_reading = 1;
 		c->body_stop = 0;
 		c->t_read = now_ms();
+		body_clock_start(c);
 	}
 	conn_kick(c);
 }

@@ -68,6 +68,10 @@ struct front_limits {
 	long idle_timeout_ms;     /* keep-alive wait for a next request (60 s) */
 	long header_timeout_ms;   /* first byte to end of head; over -> 408 (10 s) */
 	long body_timeout_ms;     /* no request body byte for this long -> 408 (60 s) */
+	size_t body_min_rate;     /* bytes/s a body must average once body_timeout_ms
+				   * of grace is used up: by body start + grace +
+				   * received / rate, or 408 (1024; 0: no minimum).
+				   * Time paused for back-pressure does not count. */
 	long send_timeout_ms;     /* client reads nothing for this long -> close (60 s) */
 	size_t input_buffer;      /* bytes read ahead from a client (64 KiB) */
 	size_t output_buffer;     /* response bytes queued before back-pressure (64 KiB) */

@@ -150,6 +150,7 @@ static void test_defaults(void **state)
 	assert_string_equal(p->log.level, "info");
 	assert_string_equal(p->log.format, "json");
 	assert_null(p->log.access_log);
+	assert_null(p->log.error_log);
 	/* every integer limit equals the table's default */
 	for (size_t i = 0; policy_key_info(i, ki); i++) {
 		static const struct { const char *key; size_t off; } lim[] = {
@@ -159,6 +160,7 @@ static void test_defaults(void **state)
 			{ "limits.idle_timeout_ms", offsetof(struct policy_limits, idle_timeout_ms) },
 			{ "limits.header_timeout_ms", offsetof(struct policy_limits, header_timeout_ms) },
 			{ "limits.body_timeout_ms", offsetof(struct policy_limits, body_timeout_ms) },
+			{ "limits.body_min_rate", offsetof(struct policy_limits, body_min_rate) },
 			{ "limits.send_timeout_ms", offsetof(struct policy_limits, send_timeout_ms) },
 			{ "limits.max_connections", offsetof(struct policy_limits, max_connections) },
 			{ "limits.replay_bytes", offsetof(struct policy_limits, replay_bytes) },
