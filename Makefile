@@ -11,6 +11,9 @@ PKG_CONFIG ?= pkg-config
 CC         ?= cc
 PREFIX     ?= /usr/local
 DESTDIR    ?=
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+DOCDIR     ?= $(PREFIX)/share/doc/fencegate
 VERSION    := 0.1.0
 O          ?= .
 # O=DIR puts build/, bin/ and lib/ under DIR (parallel work trees share sources).
@@ -68,9 +71,10 @@ PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 # keep sanitizer objects between runs (they are prerequisites of pattern rules)
 .SECONDARY:
 
-.PHONY: all deps deps-test deps-bench run test layering unit integration bench fuzz fuzz-smoke lint \
+.PHONY: FORCE all deps deps-test deps-bench run test layering unit integration bench fuzz fuzz-smoke lint \
 	install uninstall clean help
-all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(O)/lib/libfencelock.pc
+all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(O)/lib/libfencelock.pc \
+	$(O)/build/fencegate.service
 
 deps:
 	$(Q)deploy/install-deps.sh build
@@ -97,6 +101,15 @@ $(O)/lib/libfencelock.a: $(LOCK_OBJ)
 $(O)/lib/libfencelock.pc: lock/libfencelock.pc.in Makefile
 	@mkdir -p $(O)/lib
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+FORCE:
+
+# the systemd unit with the installed paths (PREFIX, SYSCONFDIR, UNITDIR, DOCDIR)
+$(O)/build/fencegate.service: deploy/systemd/fencegate.service.in Makefile FORCE
+	@mkdir -p $(O)/build
+	$(Q)sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		-e 's|@UNITDIR@|$(UNITDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $< > $@.tmp && \
+		mv $@.tmp $@
 
 $(O)/bin/fencectl: $(FENCECTL_SRC:%.c=$(O)/build/obj/%.o) $(O)/lib/libfencelock.a
 	@mkdir -p $(O)/bin
@@ -190,7 +203,9 @@ lint: deps
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include/fencelock
+		$(DESTDIR)$(PREFIX)/include/fencelock $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
+	install -m 644 $(O)/build/fencegate.service $(DESTDIR)$(UNITDIR)/fencegate.service
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(O)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(O)/lib/libfencelock.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
@@ -198,8 +213,9 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/fencectl $(DESTDIR)$(PREFIX)/bin/fencegate \
-		$(DESTDIR)$(PREFIX)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfencelock.pc
-	rm -rf $(DESTDIR)$(PREFIX)/include/fencelock
+		$(DESTDIR)$(PREFIX)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfencelock.pc \
+		$(DESTDIR)$(UNITDIR)/fencegate.service
+	rm -rf $(DESTDIR)$(PREFIX)/include/fencelock $(DESTDIR)$(DOCDIR)
 
 clean:
 	rm -rf $(O)/build $(O)/bin $(O)/lib
@@ -215,4 +231,5 @@ help:
 	@echo "  lint           clang-tidy and cppcheck"
 	@echo "  install        install to DESTDIR/PREFIX (PREFIX=$(PREFIX))"
 	@echo "  clean          remove build outputs"
-	@echo "variables: V=1 (verbose), CI=true (warnings are errors), PKG_CONFIG, CC, PREFIX, DESTDIR"
+	@echo "variables: V=1 (verbose), CI=true (warnings are errors), PKG_CONFIG, CC, PREFIX, DESTDIR,"
+	@echo "           SYSCONFDIR (/etc), UNITDIR, DOCDIR (the systemd unit's paths)"
