@@ -33,3 +33,8 @@ unsigned method_bit(const char *method)
 
 	return bit ? bit : METHOD_OTHER;
 }
+
+int method_is_read(const char *method)
+{
+	return !(method_bit(method) & METHOD_WRITES);
+}

@@ -23,6 +23,10 @@
 /* The bit of a method name; METHOD_OTHER for NULL or anything unknown. */
 unsigned method_bit(const char *method);
 
+/* 1 for GET, HEAD and OPTIONS (the methods outside METHOD_WRITES), else 0;
+ * NULL and unknown methods are writes. */
+int method_is_read(const char *method);
+
 /* Parses a method name for a method list: the bit, or 0 if the name is not
  * one of the known methods. */
 unsigned method_from_name(const char *name);

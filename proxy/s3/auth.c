@@ -19,6 +19,7 @@
 #include "auth.h"
 #include "auth_int.h"
 #include "http/front.h"
+#include "wire/method.h"
 #include "wire/sigv4.h"
 
 #define MSG_MISMATCH "The request signature we calculated does not match the " \
@@ -232,12 +233,6 @@ static const char *const fencing_headers[] = {
 	"x-fencing-token", "x-fencing-lock", "if-match", "if-none-match",
 };
 
-static int is_read_method(const char *m)
-{
-	return m && (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 ||
-		     strcmp(m, "OPTIONS") == 0);
-}
-
 static int name_signed(const struct sigparams *sp, const char *name)
 {
 	size_t i;
@@ -283,7 +278,7 @@ void auth_verify_signature(const struct auth_request *req, const struct sigparam
 			goto out;
 		}
 	}
-	for (i = 0; !is_read_method(req->method) &&
+	for (i = 0; !method_is_read(req->method) &&
 		    i < sizeof(fencing_headers) / sizeof(fencing_headers[0]); i++) {
 		/* the proxy decides writes on these: a party on the path must
 		 * not be able to add or change them on a signed write (a

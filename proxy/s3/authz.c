@@ -18,6 +18,7 @@
 #include "awschunked.h"
 #include "lock/lock.h"
 #include "ops/log.h"
+#include "wire/method.h"
 #include "wire/pct.h"
 
 #define AUTHZ_PATH_MAX 8192
@@ -82,12 +83,6 @@ static const char *secret_of(void *arg, const char *access_key)
 	const struct policy_client *c = policy_client_by_key(arg, access_key);
 
 	return c ? c->secret : NULL;
-}
-
-static int is_read(const char *method)
-{
-	return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
-	       strcmp(method, "OPTIONS") == 0;
 }
 
 static void refusal_done(const struct proxy_summary *s, void *arg)
@@ -183,7 +178,7 @@ static int check_access(struct authz *a, const struct policy *pol, const struct 
 			struct proxy_req *req, const char *dpath)
 {
 	const char *method = proxy_req_method(req);
-	int read = is_read(method);
+	int read = method_is_read(method);
 	char res[AUTHZ_PATH_MAX], name[LOCK_NAME_MAX + 1];
 	const struct policy_route *route;
 

@@ -12,6 +12,7 @@
 
 #include "http/front.h"
 #include "http/proxy.h"
+#include "wire/method.h"
 #include "wire/pct.h"
 
 #define OBJ true
@@ -270,8 +271,7 @@ int s3req_parse(struct s3req *r, const char *method, const char *path, const cha
 
 	memset(r, 0, sizeof(*r));
 	r->method = method;
-	r->cls = (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0 ||
-		  strcmp(method, "OPTIONS") == 0) ? S3_READ : S3_REFUSED;
+	r->cls = method_is_read(method) ? S3_READ : S3_REFUSED;
 	if (split_path(r, path) < 0)
 		goto nomem;
 	if (r->status)

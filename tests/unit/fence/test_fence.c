@@ -387,6 +387,10 @@ static void test_method_bits(void **state)
 	assert_int_equal(method_bit("PATCH"), METHOD_PATCH);
 	assert_int_equal(method_bit("get"), METHOD_OTHER);
 	assert_int_equal(method_bit(NULL), METHOD_OTHER);
+	/* reads are exactly GET, HEAD, OPTIONS; anything else may write */
+	assert_true(method_is_read("GET") && method_is_read("HEAD") && method_is_read("OPTIONS"));
+	assert_false(method_is_read("PUT") || method_is_read("POST") || method_is_read("DELETE"));
+	assert_false(method_is_read("get") || method_is_read("MKCOL") || method_is_read(NULL));
 	assert_int_equal(method_from_name("PROPFIND"), 0);
 	assert_int_equal(method_from_name("DELETE"), METHOD_DELETE);
 	assert_string_equal(fence_strverdict(FENCE_REJECT_UNKNOWN), "reject_unknown");
