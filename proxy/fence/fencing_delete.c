@@ -40,16 +40,6 @@ struct delete_job {
 
 /* ---- worker side ------------------------------------------------------ */
 
-static uint64_t object_epoch(const struct store_result *res)
-{
-	const char *v = store_result_meta(res, "fencing-epoch");
-	uint64_t e = 0;
-
-	if (!v || token_parse(v, strlen(v), &e) != TOKEN_OK)
-		return 0;
-	return e;
-}
-
 /* One key: the object CAS of a fenced DELETE (fencing_s3.c), or a plain
  * delete when unfenced. A key that does not exist is deleted, as S3 says. */
 static void delete_one(struct delete_job *j, struct store *st, struct s3delete_key *k)
@@ -60,6 +50,7 @@ static void delete_one(struct delete_job *j, struct store *st, struct s3delete_k
 	for (int attempt = 0; attempt < DELETE_CAS_ATTEMPTS; attempt++) {
 		const char *etag = NULL;
 		char cur[STORE_ETAG_MAX];
+		uint64_t written;
 
 		if (j->fenced) {
 			j->requests++;
@@ -71,11 +62,11 @@ static void delete_one(struct delete_job *j, struct store *st, struct s3delete_k
 					      store_strerror(sc));
 				goto out;
 			}
-			if (object_epoch(&res) > j->epoch) {
+			written = fencing_object_epoch(&res);
+			if (written > j->epoch) {
 				s3delete_fail(k, "FencingTokenStale",
 					      "the object was written under epoch %" PRIu64
-					      ", newer than the token's %" PRIu64,
-					      object_epoch(&res), j->epoch);
+					      ", newer than the token's %" PRIu64, written, j->epoch);
 				goto out;
 			}
 			snprintf(cur, sizeof(cur), "%s", res.etag);
@@ -186,11 +177,8 @@ static int is_lock_file(struct freq *fr, const char *key)
 		return 1;
 	for (size_t i = 0; pol && i < pol->nlocks; i++) {
 		const struct policy_lock *c = &pol->locks[i];
-		size_t blen = strlen(fr->bucket);
 
-		if (c->store && c->prefix && strncmp(c->store, "s3://", 5) == 0 &&
-		    strncmp(c->store + 5, fr->bucket, blen) == 0 &&
-		    (c->store[5 + blen] == '\0' || c->store[5 + blen] == '/') &&
+		if (c->store && c->prefix && lockreg_url_in_bucket(c->store, fr->bucket) &&
 		    lockkey_under_prefix(key, c->prefix))
 			return 1;
 	}

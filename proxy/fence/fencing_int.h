@@ -142,6 +142,9 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr);
  * closed when the row is full). NULL with err filled. */
 struct store *fencing_thread_store(struct fencing *f, const char *bucket, char *err,
 				   size_t errlen);
+/* The epoch an object was written under, from its stored fencing-epoch
+ * metadata (a HEAD's or GET's result); 0 when absent or not a token. */
+uint64_t fencing_object_epoch(const struct store_result *res);
 /* Sets the upstream condition for an allowed write (HEAD when needed). */
 enum proxy_action fencing_step_cas(struct freq *fr);
 /* After a relayed CreateMultipartUpload: remember upload id -> epoch. */

@@ -96,6 +96,16 @@ struct head_job {
 	int after_response;          /* resume after a response suspend */
 };
 
+uint64_t fencing_object_epoch(const struct store_result *res)
+{
+	const char *v = store_result_meta(res, "fencing-epoch");
+	uint64_t e = 0;
+
+	if (!v || token_parse(v, strlen(v), &e) != TOKEN_OK)
+		return 0;
+	return e;
+}
+
 static void head_run(void *arg)
 {
 	struct head_job *j = arg;
@@ -103,7 +113,6 @@ static void head_run(void *arg)
 	struct store_result res = STORE_RESULT_INIT;
 	struct store *st;
 	enum store_code sc;
-	const char *ep;
 	char err[256];
 
 	fr->head_found = -1;
@@ -120,13 +129,7 @@ static void head_run(void *arg)
 	} else if (sc == STORE_OK) {
 		fr->head_found = 1;
 		snprintf(fr->head_etag, sizeof(fr->head_etag), "%s", res.etag);
-		ep = store_result_meta(&res, "fencing-epoch");
-		if (ep) {
-			uint64_t v = 0;
-
-			if (token_parse(ep, strlen(ep), &v) == TOKEN_OK)
-				fr->head_epoch = v;
-		}
+		fr->head_epoch = fencing_object_epoch(&res);
 	} else {
 		snprintf(fr->head_err, sizeof(fr->head_err), "HEAD \"%.200s\": %s", fr->key,
 			 store_strerror(sc));
