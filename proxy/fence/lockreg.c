@@ -384,15 +384,20 @@ struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const 
 	return entry_get(r, name, "", store_url, prefix, create, why);
 }
 
-int lockreg_in_bucket(const struct lockreg_entry *e, const char *bucket)
+int lockreg_url_in_bucket(const char *store_url, const char *bucket)
 {
 	size_t blen = strlen(bucket);
 
+	return strncmp(store_url, "s3://", 5) == 0 &&
+	       strncmp(store_url + 5, bucket, blen) == 0 &&
+	       (store_url[5 + blen] == '\0' || store_url[5 + blen] == '/');
+}
+
+int lockreg_in_bucket(const struct lockreg_entry *e, const char *bucket)
+{
 	if (!e->store_url[0])
 		return strcmp(e->bucket, bucket) == 0;
-	return strncmp(e->store_url, "s3://", 5) == 0 &&
-	       strncmp(e->store_url + 5, bucket, blen) == 0 &&
-	       (e->store_url[5 + blen] == '\0' || e->store_url[5 + blen] == '/');
+	return lockreg_url_in_bucket(e->store_url, bucket);
 }
 
 struct lockreg_entry *lockreg_first(struct lockreg *r)

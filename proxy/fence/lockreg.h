@@ -166,6 +166,8 @@ struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const 
 /* 1 if the lock's files live in bucket (so keys under its prefix there are
  * lock files): a bucket-named lock, or a store "s3://BUCKET[/ROOT]". */
 int lockreg_in_bucket(const struct lockreg_entry *e, const char *bucket);
+/* 1 if store_url is "s3://BUCKET" or "s3://BUCKET/ROOT" for this bucket. */
+int lockreg_url_in_bucket(const char *store_url, const char *bucket);
 
 /* Entries in creation order: first, then e->next. */
 struct lockreg_entry *lockreg_first(struct lockreg *r);
