@@ -5,7 +5,7 @@
  * are answered here and never reach upstream. Also the access-log line of
  * every request, and the handler's life cycle.
  *
- * Every store call (first load of a lock, lookups of newer epochs, HEADs of
+ * Every store call (loads of a lock, also for a newer epoch, HEADs of
  * objects, lock-file writes) runs on the jobs pool while the request is
  * suspended; the loop never blocks. It does not serve /_fence/ and does not
  * forward anything itself: proxy.c does. */
@@ -136,7 +136,9 @@ void fencing_loaded_cb(struct lockreg_entry *e, int ok, void *arg)
 	fencing_continue(fr, fencing_step_decide(fr));
 }
 
-static void lookup_cb(struct lockreg_entry *e, const struct lockreg_lookup *res, void *arg)
+/* T > C: a load that started after the request came has listed every
+ * epoch after C (lockreg.h, the freshness rule). */
+static void lookup_cb(struct lockreg_entry *e, int ok, void *arg)
 {
 	struct freq *fr = arg;
 
@@ -144,18 +146,16 @@ static void lookup_cb(struct lockreg_entry *e, const struct lockreg_lookup *res,
 		proxy_req_resume(fr->req, PROXY_HANDLED);
 		return;
 	}
-	if (res->found < 0) {
+	if (!ok) {
 		char msg[320];
 
-		snprintf(msg, sizeof(msg), "cannot verify epoch %" PRIu64 ": %s", res->epoch,
-			 res->err);
+		snprintf(msg, sizeof(msg), "cannot verify epoch %" PRIu64 ": %.256s",
+			 fr->token.epoch, e->load_err);
 		fr->verdict = "error";
 		proxy_req_resume(fr->req, fencing_reply_error(fr, 503, "ServiceUnavailable", msg, false, 0));
 		return;
 	}
-	fr->lock_file_exists = res->found ? FENCE_TRI_YES : FENCE_TRI_NO;
-	fr->lookup_released = res->found && res->state == LOCK_STATE_RELEASED;
-	fr->lookup_lapsed = res->found && res->state == LOCK_STATE_LAPSED;
+	fr->looked_up = true;
 	fencing_continue(fr, fencing_step_decide(fr));
 }
 
@@ -178,12 +178,11 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	in.fenced_methods = fr->fenced_methods;
 	in.token = fr->token;
 	in.current_epoch = lk->high_water;
-	in.lock_file_exists = fr->lock_file_exists;
+	/* after a fresh load every epoch file up to the latest is known: a T
+	 * still above C has none */
+	in.lock_file_exists = fr->looked_up ? FENCE_TRI_NO : FENCE_TRI_UNKNOWN;
 	in.strict = lk->strict || fr->strict;
-	if (t && t > lk->high_water) {
-		in.epoch_released = fr->lookup_released;
-		in.lease_lapsed = fr->lookup_lapsed;
-	} else if (t) {
+	if (t && t <= lk->high_water) {
 		in.epoch_released = lockreg_epoch_released(lk, t);
 		in.lease_lapsed = lockreg_epoch_lapsed(lk, t, lockreg_wall_ms());
 	}
@@ -206,9 +205,14 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 			return fencing_delete_start(fr, false); /* a route without DELETE */
 		return PROXY_PASS;
 	case FENCE_NEED_LOOKUP:
-		if (lockreg_lookup_epoch(f->locks, lk, t, lookup_cb, fr) < 0)
+		switch (lockreg_when_current(f->locks, lk, true, lookup_cb, fr)) {
+		case 0:
+			return PROXY_SUSPEND;
+		case 1: /* not reached: a fresh wait never answers at once */
+			return fencing_reply_error(fr, 500, "InternalError", "lock lookup", false, 0);
+		default:
 			return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
-		return PROXY_SUSPEND;
+		}
 	case FENCE_FORWARD:
 		break;
 	default:

@@ -65,9 +65,7 @@ struct freq {
 	struct lockreg_entry *lock;
 	struct token token;
 	uint64_t epoch;              /* T, once known */
-	enum fence_tri lock_file_exists;
-	bool lookup_released;
-	bool lookup_lapsed;
+	bool looked_up;              /* T > C: a fresh load ran for it */
 	int cache_hit;               /* objcache lookup of step_decide: 1 hit */
 	struct objcache_entry cached;
 	bool client_inm;             /* client sent If-None-Match: * */

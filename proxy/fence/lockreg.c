@@ -1,5 +1,7 @@
-/* lockreg.c — the registry of fenced locks: high-water marks, their first
- * load, periodic refresh and lookups of newer epochs, with every store call
+/* lockreg.c — the registry of fenced locks: high-water marks, their loads
+ * (the freshness rule of lockreg.h: a write waits for a load when what is
+ * known is older than the refresh interval; concurrent writes share one),
+ * and the background refresh of recently used locks, with every store call
  * serialized per lock on the jobs pool.
  *
  * The decision about a request is not made here (fence.c is), and entries
@@ -243,7 +245,8 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 		return NULL;
 	}
 	if (r->base && r->jobs && r->refresh_ms > 0) {
-		struct timeval tv = { r->refresh_ms / 1000, (r->refresh_ms % 1000) * 1000 };
+		long period = r->refresh_ms / 2 > 0 ? r->refresh_ms / 2 : 1;
+		struct timeval tv = { period / 1000, (period % 1000) * 1000 };
 
 		r->refresh_ev = event_new(r->base, -1, EV_PERSIST, refresh_cb, r);
 		if (!r->refresh_ev || event_add(r->refresh_ev, &tv) < 0)
@@ -557,10 +560,12 @@ int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn ru
 
 /* ---- loading --------------------------------------------------------- */
 
+/* Knowledge loaded from a listing that started at load_started_ms is as of
+ * then: loads are timed by their start, never by their answer. */
+
 struct load_job {
 	struct lock_info info;
 	enum lock_code code;
-	int refresh;        /* a periodic refresh, not a first load */
 	bool no_bucket;     /* failed: the bucket does not exist */
 	char err[256];
 };
@@ -585,7 +590,18 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 		j->no_bucket = lockreg_bucket_missing(io->st);
 }
 
-static int start_load(struct lockreg *r, struct lockreg_entry *e);
+static int start_load(struct lockreg_entry *e);
+
+static void call_waiters(struct lockreg_entry *e, struct lockreg_waiter *w, int ok)
+{
+	while (w) {
+		struct lockreg_waiter *next = w->next;
+
+		w->cb(e, ok, w->arg);
+		free(w);
+		w = next;
+	}
+}
 
 static void load_done(struct lockreg_entry *e, void *arg)
 {
@@ -593,53 +609,36 @@ static void load_done(struct lockreg_entry *e, void *arg)
 	struct lockreg_waiter *w;
 	int ok = j->code == LOCK_OK;
 
-	if (!j->refresh)
-		e->loading = false;
-	else
-		e->refreshing = false;
+	e->loading = false;
 	if (ok) {
 		lockreg_note_info(e, &j->info);
 		e->loaded = true;
 		e->load_failed = false;
 		e->load_no_bucket = false;
-		e->last_refresh_ms = lockreg_mono_ms();
-	} else if (!j->refresh || !e->loaded) {
+		e->last_refresh_ms = e->load_started_ms;
+	} else {
 		e->load_failed = true;
 		e->load_no_bucket = j->no_bucket;
 		snprintf(e->load_err, sizeof(e->load_err), "%s", j->err);
 	}
-	if (!j->refresh) {
-		w = e->waiters;
-		e->waiters = NULL;
-		while (w) {
-			struct lockreg_waiter *next = w->next;
-
-			w->cb(e, ok, w->arg);
-			free(w);
-			w = next;
-		}
-		if (e->waiters_next && !e->loading) {
-			/* fresh loads asked for during this one: one more load */
-			e->waiters = e->waiters_next;
-			e->waiters_next = NULL;
-			if (start_load(e->reg, e) < 0) {
-				w = e->waiters;
-				e->waiters = NULL;
-				snprintf(e->load_err, sizeof(e->load_err), "out of memory");
-				while (w) {
-					struct lockreg_waiter *next = w->next;
-
-					w->cb(e, 0, w->arg);
-					free(w);
-					w = next;
-				}
-			}
+	free(j);
+	w = e->waiters;
+	e->waiters = NULL;
+	call_waiters(e, w, ok);
+	if (e->waiters_next && !e->loading) {
+		/* asked for while this load ran: they need one that starts later */
+		e->waiters = e->waiters_next;
+		e->waiters_next = NULL;
+		if (start_load(e) < 0) {
+			w = e->waiters;
+			e->waiters = NULL;
+			snprintf(e->load_err, sizeof(e->load_err), "out of memory");
+			call_waiters(e, w, 0);
 		}
 	}
-	free(j);
 }
 
-static int start_load(struct lockreg *r, struct lockreg_entry *e)
+static int start_load(struct lockreg_entry *e)
 {
 	struct load_job *j;
 
@@ -649,12 +648,24 @@ static int start_load(struct lockreg *r, struct lockreg_entry *e)
 	if (!j)
 		return -1;
 	e->loading = true;
-	if (lockreg_submit(r, e, load_run, load_done, j) < 0) {
+	/* queued behind other work of this lock, the listing starts no
+	 * earlier than now: a conservative start */
+	e->load_started_ms = lockreg_mono_ms();
+	if (lockreg_submit(e->reg, e, load_run, load_done, j) < 0) {
 		e->loading = false;
 		free(j);
 		return -1;
 	}
 	return 0;
+}
+
+int lockreg_fresh_enough(const struct lockreg_entry *e, int64_t now_ms)
+{
+	long max_age = e->reg->refresh_ms;
+
+	if (!e->loaded)
+		return 0;
+	return max_age < 0 || now_ms - e->last_refresh_ms <= max_age;
 }
 
 int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_loaded_fn cb,
@@ -667,27 +678,30 @@ int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 			 lockreg_loaded_fn cb, void *arg)
 {
 	struct lockreg_waiter *w;
+	int64_t now = lockreg_mono_ms();
+	bool join;
 
 	lockreg_touch(e);
-	if (e->loaded && !fresh)
-		return 1;
-	if (!r->jobs)
+	if (!r->jobs) /* no I/O (unit tests): what is loaded is all there is */
 		return e->loaded && !fresh ? 1 : -1;
+	if (!fresh && lockreg_fresh_enough(e, now))
+		return 1;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -1;
 	w->cb = cb;
 	w->arg = arg;
-	if (fresh && e->loading) {
-		/* the running load may have listed before this request came:
-		 * wait for the next one */
+	/* a running load serves this request if it started recently enough
+	 * (never for a fresh one: it may have listed before the request came) */
+	join = e->loading && !fresh && (r->refresh_ms < 0 || now - e->load_started_ms <= r->refresh_ms);
+	if (e->loading && !join) {
 		w->next = e->waiters_next;
 		e->waiters_next = w;
 		return 0;
 	}
 	w->next = e->waiters;
 	e->waiters = w;
-	if (start_load(r, e) < 0) {
+	if (start_load(e) < 0) {
 		e->waiters = w->next;
 		free(w);
 		return -1;
@@ -695,100 +709,22 @@ int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 	return 0;
 }
 
+/* Background refresh of recently used locks, so that their writes rarely
+ * wait for a load: each is re-listed once its knowledge is half the
+ * refresh interval old. */
 static void refresh_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lockreg *r = arg;
 	int64_t now = lockreg_mono_ms();
 
+	(void)fd;
+	(void)what;
 	for (struct lockreg_entry *e = r->first; e; e = e->next) {
-		struct load_job *j;
-
-		if (!e->loaded || e->loading || e->refreshing || e->busy ||
+		if (!e->loaded || e->loading || e->busy ||
 		    now - e->last_used_ms > r->active_ms ||
 		    now - e->last_refresh_ms < r->refresh_ms / 2)
 			continue;
-		j = calloc(1, sizeof(*j));
-		if (!j)
+		if (start_load(e) < 0)
 			return;
-		j->refresh = 1;
-		e->refreshing = true;
-		if (lockreg_submit(r, e, load_run, load_done, j) < 0) {
-			e->refreshing = false;
-			free(j);
-		}
 	}
-}
-
-/* ---- lookups of one epoch -------------------------------------------- */
-
-struct lookup_job {
-	struct lockreg_lookup res;
-	lockreg_lookup_fn cb;
-	void *arg;
-};
-
-static void lookup_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
-{
-	struct lookup_job *j = arg;
-	struct store_result res = STORE_RESULT_INIT;
-	struct lock_payload pl;
-	char key[1100];
-	enum store_code sc;
-
-	if (!io->lk) {
-		j->res.found = -1;
-		snprintf(j->res.err, sizeof(j->res.err), "%s", io->err ? io->err : "no store");
-		return;
-	}
-	lock_epoch_key(io->lk, j->res.epoch, key, sizeof(key));
-	sc = store_get(io->st, key, &res);
-	if (sc == STORE_NOT_FOUND) {
-		j->res.found = 0;
-	} else if (sc != STORE_OK) {
-		j->res.found = -1;
-		snprintf(j->res.err, sizeof(j->res.err), "reading epoch %llu of lock \"%s\": %s",
-			 (unsigned long long)j->res.epoch, e->name, store_strerror(sc));
-	} else {
-		j->res.found = 1;
-		if (lock_payload_parse(res.body, res.body_len, &pl) < 0) {
-			j->res.state = LOCK_STATE_UNREADABLE;
-		} else if (pl.expired) {
-			j->res.state = LOCK_STATE_RELEASED;
-		} else {
-			int64_t left = lock_lease_remaining_ms(res.last_modified, pl.validity_ms,
-							       res.server_date);
-
-			j->res.state = left > 0 ? LOCK_STATE_HELD : LOCK_STATE_LAPSED;
-			if (left > 0)
-				j->res.lease_end_ms = lockreg_wall_ms() + left;
-		}
-	}
-	store_result_clear(&res);
-}
-
-static void lookup_done(struct lockreg_entry *e, void *arg)
-{
-	struct lookup_job *j = arg;
-
-	if (j->res.found == 1)
-		lockreg_note(e, j->res.epoch, j->res.state, j->res.lease_end_ms, NULL, 0);
-	j->cb(e, &j->res, j->arg);
-	free(j);
-}
-
-int lockreg_lookup_epoch(struct lockreg *r, struct lockreg_entry *e, uint64_t epoch,
-			 lockreg_lookup_fn cb, void *arg)
-{
-	struct lookup_job *j = calloc(1, sizeof(*j));
-
-	if (!j)
-		return -1;
-	j->res.epoch = epoch;
-	j->cb = cb;
-	j->arg = arg;
-	if (lockreg_submit(r, e, lookup_run, lookup_done, j) < 0) {
-		free(j);
-		return -1;
-	}
-	return 0;
 }

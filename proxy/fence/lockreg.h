@@ -12,7 +12,9 @@
  *
  * States of an entry's knowledge (loop thread only):
  *   not loaded   C unknown: writes wait (lockreg_when_loaded) for the
- *                first load (lock_status) before any decision
+ *                first load (lock_status) before any decision; a write
+ *                also waits when what is loaded is older than the
+ *                refresh interval (the freshness rule below)
  *   loaded       C = the highest epoch seen; state/lease_end_ms describe
  *                epoch state_epoch (== C once a load or a lookup of C ran):
  *                FREE (C == 0), HELD, LAPSED, RELEASED or UNREADABLE
@@ -53,9 +55,10 @@ struct lockreg_config {
 				   * (S3 endpoint: AWS_ENDPOINT_URL, else AWS) */
 	const char *region;       /* S3 signing region; NULL: environment */
 	size_t max_locks;         /* 0: LOCKREG_DEFAULT_MAX_LOCKS */
-	long refresh_ms;          /* list after the cached key this often; 0: 1000;
-				   * < 0: never */
-	long active_ms;           /* only refresh locks used this recently; 0: 30000 */
+	long refresh_ms;          /* the freshness rule's bound (below); 0: 1000;
+				   * < 0: no rule, loaded once (unsafe) */
+	long active_ms;           /* background refresh only for locks used this
+				   * recently (the rule holds for all); 0: 30000 */
 	bool self_test;           /* lock_check_store on each lock's store before
 				   * its first load (backends ignoring
 				   * If-None-Match are refused) */
@@ -83,7 +86,8 @@ struct lockreg_entry {
 	char load_err[256];
 	bool load_no_bucket;         /* that failure: the store's S3 bucket does
 				      * not exist (404 NoSuchBucket) */
-	int64_t last_refresh_ms;     /* monotonic */
+	int64_t last_refresh_ms;     /* monotonic start of the last good load */
+	int64_t load_started_ms;     /* monotonic start of the running load */
 	int64_t last_used_ms;        /* monotonic */
 	struct barrier barrier;      /* HTTP mode: the epoch barrier (barrier.h) */
 	bool barrier_scheduled;      /* fencing.c: a drain of barrier.ready is
@@ -99,7 +103,6 @@ struct lockreg_entry {
 	struct lockreg_op *ops_head, *ops_tail;
 	bool busy;
 	bool loading;
-	bool refreshing;
 	bool tested;                 /* self-test passed (worker-side flag) */
 	struct store *st;            /* used by one job at a time */
 	struct lock *lk;
@@ -192,10 +195,23 @@ typedef void (*lockreg_done_fn)(struct lockreg_entry *e, void *arg);
 int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn run,
 		   lockreg_done_fn done, void *arg);
 
-/* Calls cb(e, ok, arg) once C is loaded. Returns 1 when it already is (cb
- * is not called), 0 when cb will be called from the loop later (after a
- * load: ok 1, or 0 with e->load_err), -1 on ENOMEM. For a strict lock a
- * fresh load happens before every call (never 1). */
+/* The freshness rule. A write is decided on knowledge of its lock that is
+ * no older than refresh_ms, timed from the start of the listing that
+ * produced it (a negative refresh_ms turns the rule off). When it is older,
+ * the write waits for a load; writes that wait at the same time share one.
+ * A write presenting T > C waits for a load that starts after it arrived
+ * (lockreg_when_current with fresh set), which lists every epoch after C:
+ * T is then known to exist and the true latest epoch is learned with it.
+ * So a flood of unknown tokens costs one listing at a time per lock.
+ *
+ * 1 if e's knowledge obeys the rule at now_ms (monotonic), else 0. */
+int lockreg_fresh_enough(const struct lockreg_entry *e, int64_t now_ms);
+
+/* Calls cb(e, ok, arg) once e is loaded and fresh enough (the rule above).
+ * Returns 1 when it already is (cb is not called), 0 when cb will be called
+ * from the loop later (after a load: ok 1, or 0 with e->load_err), -1 on
+ * ENOMEM. For a strict lock a fresh load happens before every call (never
+ * 1). Without jobs (unit tests) what is loaded is used as it is. */
 typedef void (*lockreg_loaded_fn)(struct lockreg_entry *e, int ok, void *arg);
 int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_loaded_fn cb,
 			void *arg);
@@ -204,22 +220,6 @@ int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_load
  * route lists before every write), so never 1 when fresh. */
 int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 			 lockreg_loaded_fn cb, void *arg);
-
-/* What a lookup of one epoch file found. */
-struct lockreg_lookup {
-	uint64_t epoch;
-	int found;                   /* 1 exists, 0 not found, -1 store failure */
-	enum lock_state state;       /* of that file when found */
-	int64_t lease_end_ms;
-	char err[256];
-};
-
-/* Looks up epoch's lock file (a GET on the entry's store); when it exists,
- * C is raised to it before cb runs. cb runs on the loop. Returns 0 or -1. */
-typedef void (*lockreg_lookup_fn)(struct lockreg_entry *e, const struct lockreg_lookup *res,
-				  void *arg);
-int lockreg_lookup_epoch(struct lockreg *r, struct lockreg_entry *e, uint64_t epoch,
-			 lockreg_lookup_fn cb, void *arg);
 
 /* Marks the entry used now (refresh only considers recently used locks). */
 void lockreg_touch(struct lockreg_entry *e);
