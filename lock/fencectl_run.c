@@ -1,12 +1,14 @@
 /* fencectl_run.c — `fencectl run NAME -- CMD`: acquires the lock, starts
  * CMD with FENCING_TOKEN and FENCE_LOCK in its environment, renews every
- * ttl/3 and stops CMD (SIGTERM, then SIGKILL after a grace period) when a
- * renewal reports the lock lost or the holder's deadline passes, by its own
- * timer, never waiting on a request in flight; releases at the end. It
+ * ttl/3 on a thread of its own and stops CMD (SIGTERM, then SIGKILL after a
+ * grace period) when a renewal reports the lock lost or the holder's
+ * deadline passes, by the main loop's clock, never waiting on a request in
+ * flight; releases at the end, or exits non-zero with "lease lost". It
  * forwards SIGINT/SIGTERM/SIGHUP to CMD; it parses no arguments (fencectl.c
  * does). */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +42,65 @@ static void nap_ms(int64_t ms)
 	nanosleep(&ts, NULL); /* a signal may cut it short: fine, we poll */
 }
 
-/* Holds the lock while the child runs. Renews every ttl/3; if a renewal
- * reports the lock lost, or the holder's deadline (send time + ttl - margin)
- * passes without a successful renewal, the child gets SIGTERM and, after a
- * grace period of ttl/3 capped at 5 s, SIGKILL. Releases at exit. Exits with
- * the child's status (128+N if killed by signal N); if the lock was lost and
- * the child still exited 0, exits 3. */
+/* The renewals run on their own thread, so that the holder's deadline is
+ * enforced by the main loop's clock whatever a request in flight does.
+ * The thread owns lk and grant while it runs; it publishes the deadline of
+ * each confirmed renewal and whether the lock was lost. Every renewal is
+ * bounded by the current deadline (lock_renew, store.h deadline_mono_ms),
+ * so joining the thread is bounded too. */
+struct renewer {
+	pthread_mutex_t mu;
+	struct lock *lk;
+	struct lock_grant *g;
+	const struct timesrc *ts;
+	int64_t period;
+	/* under mu */
+	int64_t deadline;            /* of the last confirmed grant */
+	int lost;
+	int stop;
+	char why[512];
+};
+
+static void *renew_loop(void *arg)
+{
+	struct renewer *rw = arg;
+	int64_t next = timesrc_mono_ms(rw->ts) + rw->period;
+	char err[512];
+	enum lock_code rc;
+
+	for (;;) {
+		pthread_mutex_lock(&rw->mu);
+		if (rw->stop) {
+			pthread_mutex_unlock(&rw->mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&rw->mu);
+		if (timesrc_mono_ms(rw->ts) < next) {
+			nap_ms(RUN_POLL_MS);
+			continue;
+		}
+		err[0] = '\0';
+		rc = lock_renew(rw->lk, rw->g, err, sizeof(err));
+		pthread_mutex_lock(&rw->mu);
+		if (rc == LOCK_OK) {
+			rw->deadline = rw->g->deadline_mono_ms;
+			next = timesrc_mono_ms(rw->ts) + rw->period;
+		} else if (rc == LOCK_LOST) {
+			snprintf(rw->why, sizeof(rw->why), "%s", err);
+			rw->lost = 1;
+		} else {
+			fprintf(stderr, "fencectl: renewing lock \"%s\" failed, will retry: %s\n",
+				lock_name(rw->lk), err);
+			next = timesrc_mono_ms(rw->ts) + (rw->period < 1000 ? rw->period : 1000);
+		}
+		if (rw->lost) {
+			pthread_mutex_unlock(&rw->mu);
+			return NULL;
+		}
+		pthread_mutex_unlock(&rw->mu);
+	}
+}
+
 int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 {
 	struct lock_acquire_opts ao = { .holder = c->holder, .ttl_ms = c->ttl_ms,
@@ -56,8 +111,10 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 	struct lock_info who;
 	enum lock_code rc;
 	char err[512] = "", token[32];
-	int64_t now, next_renew, kill_at = 0, period, grace;
-	int status = 0, lost = 0, killed = 0, code;
+	int64_t now, kill_at = 0, period, grace;
+	int status = 0, lost = 0, killed = 0, code, have_renewer = 0;
+	struct renewer rw;
+	pthread_t renewer;
 	pid_t pid, r;
 
 	if (!c->child_argv || !c->child_argv[0])
@@ -102,7 +159,22 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 
 	period = g.ttl_ms / 3 > 1 ? g.ttl_ms / 3 : 1;
 	grace = period < RUN_GRACE_MAX_MS ? period : RUN_GRACE_MAX_MS;
-	next_renew = timesrc_mono_ms(ts) + period;
+	memset(&rw, 0, sizeof(rw));
+	pthread_mutex_init(&rw.mu, NULL);
+	rw.lk = lk;
+	rw.g = &g;
+	rw.ts = ts;
+	rw.period = period;
+	rw.deadline = g.deadline_mono_ms;
+	if (pthread_create(&renewer, NULL, renew_loop, &rw) != 0) {
+		fprintf(stderr, "fencectl: cannot start the renewal thread; stopping the child\n");
+		kill(pid, SIGTERM);
+		snprintf(rw.why, sizeof(rw.why), "no renewal thread");
+		lost = 1;
+		kill_at = timesrc_mono_ms(ts) + grace;
+	} else {
+		have_renewer = 1;
+	}
 	for (;;) {
 		r = waitpid(pid, &status, WNOHANG);
 		if (r == pid)
@@ -119,25 +191,19 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 			kill(pid, SIGKILL);
 			killed = 1;
 		}
-		if (!lost && now >= next_renew) {
-			err[0] = '\0';
-			rc = lock_renew(lk, &g, err, sizeof(err));
-			if (rc == LOCK_OK) {
-				next_renew = now + period;
-			} else if (rc == LOCK_LOST) {
+		if (!lost) {
+			pthread_mutex_lock(&rw.mu);
+			if (rw.lost) {
 				fprintf(stderr, "fencectl: %s; the lock is lost, stopping the child\n",
-					err);
+					rw.why);
 				lost = 1;
-			} else {
-				fprintf(stderr, "fencectl: renewing lock \"%s\" failed, will retry: %s\n",
-					lock_name(lk), err);
-				next_renew = now + (period < 1000 ? period : 1000);
+			} else if (now >= rw.deadline) {
+				fprintf(stderr, "fencectl: lock \"%s\": no confirmed renewal before the "
+					"lease deadline; stopping the child\n", lock_name(lk));
+				snprintf(rw.why, sizeof(rw.why), "no confirmed renewal before the deadline");
+				lost = 1;
 			}
-		}
-		if (!lost && now >= g.deadline_mono_ms) {
-			fprintf(stderr, "fencectl: lock \"%s\": no successful renewal before the "
-				"lease deadline; stopping the child\n", lock_name(lk));
-			lost = 1;
+			pthread_mutex_unlock(&rw.mu);
 		}
 		if (lost && !kill_at) {
 			kill(pid, SIGTERM);
@@ -146,6 +212,16 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 		nap_ms(RUN_POLL_MS);
 	}
 	run_child_pid = 0;
+	if (have_renewer) {
+		/* a renewal in flight ends by the deadline at the latest */
+		pthread_mutex_lock(&rw.mu);
+		rw.stop = 1;
+		pthread_mutex_unlock(&rw.mu);
+		pthread_join(renewer, NULL);
+		if (rw.lost)
+			lost = 1; /* lost as the child exited */
+	}
+	pthread_mutex_destroy(&rw.mu);
 
 	if (!lost) {
 		err[0] = '\0';
@@ -153,6 +229,9 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 		if (rc != LOCK_OK)
 			fprintf(stderr, "fencectl: releasing lock \"%s\" epoch %" PRIu64 ": %s\n",
 				lock_name(lk), g.epoch, err[0] ? err : lock_strerror(rc));
+	} else {
+		fprintf(stderr, "fencectl: lease lost: lock \"%s\" epoch %" PRIu64 " (%s)\n",
+			lock_name(lk), g.epoch, rw.why);
 	}
 	if (WIFEXITED(status))
 		code = WEXITSTATUS(status);

@@ -159,11 +159,17 @@ enum lock_code lock_acquire(struct lock *lk, const struct lock_acquire_opts *ao,
 			    struct lock_grant *grant, struct lock_info *holder_info,
 			    char *err, size_t errlen);
 
-/* Renew (heartbeat): rewrites the epoch file If-Match grant->etag; updates
- * grant->etag, renewals and deadline. If grant->etag is "" (another process
- * renewing by epoch number) it reads the file's current ETag first.
- * LOCK_LOST if a newer epoch exists, the file is expired, or the condition
- * failed. */
+/* Renew (heartbeat): rewrites the epoch file If-Match grant->etag, then
+ * lists for a newer epoch; updates grant->etag, renewals and deadline. If
+ * grant->etag is "" (another process renewing by epoch number) it reads the
+ * file first and takes the deadline from the lease left by the store's
+ * clock. Judged by the holder's deadline (grant->deadline_mono_ms): no
+ * request is sent or waited for past it (store.h deadline_mono_ms), and an
+ * answer after it is LOCK_LOST whatever the store said. LOCK_LOST also if a
+ * newer epoch exists (before or after the rewrite), the file is expired, or
+ * the condition failed. LOCK_ERR_STORE when the rewrite landed but the
+ * check for a newer epoch failed: grant->etag is updated, the deadline is
+ * not extended. */
 enum lock_code lock_renew(struct lock *lk, struct lock_grant *grant,
 			  char *err, size_t errlen);
 

@@ -21,6 +21,7 @@ static enum lock_code adopt_epoch_file(struct lock *lk, struct lock_grant *grant
 	struct lock_info info;
 	enum lock_code rc;
 	int missing, parsed = 0;
+	int64_t sent = timesrc_mono_ms(lk->time);
 
 	rc = lock_read_epoch(lk, grant->epoch, &info, &missing, &parsed, err, errlen);
 	if (rc != LOCK_OK)
@@ -54,7 +55,25 @@ static enum lock_code adopt_epoch_file(struct lock *lk, struct lock_grant *grant
 	snprintf(grant->holder, sizeof(grant->holder), "%s", info.payload.leader_id);
 	grant->ttl_ms = info.payload.validity_ms;
 	grant->renewals = info.payload.renewals;
+	/* the deadline this holder would have had: the lease left by the
+	 * store's clock, less the margin, from when we asked */
+	grant->deadline_mono_ms = sent + info.remaining_ms - lock_margin_for(lk, grant->ttl_ms);
+	if (!releasing && timesrc_mono_ms(lk->time) >= grant->deadline_mono_ms) {
+		snprintf(err, errlen, "lock \"%s\": the lease of epoch %llu is within its safety "
+			 "margin of lapsing", lk->name, (unsigned long long)grant->epoch);
+		return LOCK_LOST;
+	}
 	return LOCK_OK;
+}
+
+/* After a renewal landed: 1 when a newer epoch exists (a break, or a
+ * contender), 0 when none does, -1 when the listing failed. */
+static int superseded(struct lock *lk, uint64_t epoch, uint64_t *latest, char *err,
+		      size_t errlen)
+{
+	if (lock_latest_epoch(lk, latest, err, errlen) != LOCK_OK)
+		return -1;
+	return *latest > epoch;
 }
 
 /* After an ambiguous rewrite: 1 applied (etag/lm filled), 0 not applied (the
@@ -106,16 +125,29 @@ static enum lock_code rewrite(struct lock *lk, struct lock_grant *grant, int rel
 	enum lock_code rc;
 	enum store_code sc;
 	int attempt, ambiguous = 0, r;
-	int64_t send = 0, now;
+	int64_t send = 0, now, deadline, saved_deadline = lk->st->deadline_mono_ms;
 
 	if (!grant || grant->epoch == 0 || grant->epoch > LOCK_EPOCH_MAX) {
 		snprintf(err, errlen, "lock \"%s\": no epoch to %s", lk->name,
 			 releasing ? "release" : "renew");
 		return LOCK_ERR_INVALID;
 	}
+	now = timesrc_mono_ms(lk->time);
+	/* Our deadline is send + ttl - margin: past it the holder has stopped
+	 * (or must), and a contender may soon take epoch+1. */
+	if (!releasing && grant->etag[0] && grant->deadline_mono_ms &&
+	    now >= grant->deadline_mono_ms) {
+		snprintf(err, errlen, "lock \"%s\": the lease of epoch %llu passed its deadline "
+			 "%lld ms before this renewal", lk->name, (unsigned long long)grant->epoch,
+			 (long long)(now - grant->deadline_mono_ms));
+		return LOCK_LOST;
+	}
+	deadline = releasing || !grant->etag[0] ? 0 : grant->deadline_mono_ms;
+	if (deadline)
+		lk->st->deadline_mono_ms = deadline; /* no request outlives it */
 	rc = lock_latest_epoch(lk, &latest, err, errlen);
 	if (rc != LOCK_OK)
-		return rc;
+		goto out;
 	if (latest != grant->epoch) {
 		if (latest > grant->epoch)
 			snprintf(err, errlen, "lock \"%s\": epoch %llu was superseded by epoch %llu",
@@ -125,27 +157,19 @@ static enum lock_code rewrite(struct lock *lk, struct lock_grant *grant, int rel
 			snprintf(err, errlen, "lock \"%s\": epoch %llu does not exist (latest is %llu)",
 				 lk->name, (unsigned long long)grant->epoch,
 				 (unsigned long long)latest);
-		return LOCK_LOST;
+		rc = LOCK_LOST;
+		goto out;
 	}
 	lock_epoch_key(lk, grant->epoch, grant->key, sizeof(grant->key));
 	memset(&want, 0, sizeof(want));
 	if (!grant->etag[0]) {
 		rc = adopt_epoch_file(lk, grant, releasing, &want, err, errlen);
 		if (rc != LOCK_OK)
-			return rc;
+			goto out;
+		deadline = releasing ? 0 : grant->deadline_mono_ms;
+		if (deadline)
+			lk->st->deadline_mono_ms = deadline;
 	} else {
-		now = timesrc_mono_ms(lk->time);
-		/* Our deadline is send + ttl - margin; past send + ttl a contender
-		 * may already have judged the lease lapsed and taken epoch+1. */
-		if (!releasing && grant->deadline_mono_ms &&
-		    now >= grant->deadline_mono_ms + lock_margin_for(lk, grant->ttl_ms)) {
-			snprintf(err, errlen, "lock \"%s\": the lease of epoch %llu ran out %lld ms "
-				 "ago, before this renewal", lk->name,
-				 (unsigned long long)grant->epoch,
-				 (long long)(now - grant->deadline_mono_ms -
-					     lock_margin_for(lk, grant->ttl_ms)));
-			return LOCK_LOST;
-		}
 		snprintf(want.leader_id, sizeof(want.leader_id), "%s", grant->holder);
 		snprintf(want.nonce, sizeof(want.nonce), "%s", grant->nonce);
 		want.validity_ms = grant->ttl_ms;
@@ -158,12 +182,20 @@ static enum lock_code rewrite(struct lock *lk, struct lock_grant *grant, int rel
 	body = lock_payload_format(&want);
 	if (!body) {
 		snprintf(err, errlen, "out of memory");
-		return LOCK_ERR_NOMEM;
+		rc = LOCK_ERR_NOMEM;
+		goto out;
 	}
 	po.etag = grant->etag;
 	memset(&done, 0, sizeof(done));
 	for (attempt = 0;; attempt++) {
 		now = timesrc_mono_ms(lk->time);
+		if (deadline && now >= deadline) {
+			snprintf(err, errlen, "lock \"%s\": no answer to the renewal of epoch %llu "
+				 "before the holder's deadline", lk->name,
+				 (unsigned long long)grant->epoch);
+			rc = LOCK_LOST;
+			goto out;
+		}
 		if (!send)
 			send = now;
 		sc = store_put(lk->st, grant->key, body, strlen(body), &po, &res);
@@ -206,6 +238,34 @@ static enum lock_code rewrite(struct lock *lk, struct lock_grant *grant, int rel
 							   RETRY_BACKOFF_CAP_MS));
 	}
 	lock_cache_latest(lk, grant->epoch, &want, done.etag, done.last_modified);
+	now = timesrc_mono_ms(lk->time);
+	if (deadline && now >= deadline) {
+		/* S3 said yes, too late: a contender may already have judged the
+		 * old lease lapsed and taken epoch+1 */
+		snprintf(err, errlen, "lock \"%s\": the renewal of epoch %llu was answered %lld ms "
+			 "after the holder's deadline", lk->name, (unsigned long long)grant->epoch,
+			 (long long)(now - deadline));
+		grant->etag[0] = '\0';
+		rc = LOCK_LOST;
+		goto out;
+	}
+	if (!releasing) {
+		/* a newer epoch file does not change ours: look for one */
+		lk->st->deadline_mono_ms = send + grant->ttl_ms - lock_margin_for(lk, grant->ttl_ms);
+		r = superseded(lk, grant->epoch, &latest, err, errlen);
+		if (r != 0) {
+			/* the rewrite is ours (keep its ETag), the lease is not
+			 * extended until a renewal is confirmed */
+			snprintf(grant->etag, sizeof(grant->etag), "%s", done.etag);
+			grant->renewals = want.renewals;
+			if (r > 0)
+				snprintf(err, errlen, "lock \"%s\": epoch %llu was superseded by epoch "
+					 "%llu", lk->name, (unsigned long long)grant->epoch,
+					 (unsigned long long)latest);
+			rc = r > 0 ? LOCK_LOST : LOCK_ERR_STORE;
+			goto out;
+		}
+	}
 	if (releasing) {
 		/* forget the ETag: a released epoch is never rewritten by us */
 		grant->etag[0] = '\0';
@@ -219,6 +279,7 @@ static enum lock_code rewrite(struct lock *lk, struct lock_grant *grant, int rel
 	}
 	rc = LOCK_OK;
 out:
+	lk->st->deadline_mono_ms = saved_deadline;
 	free(body);
 	store_result_clear(&res);
 	return rc;

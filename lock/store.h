@@ -140,6 +140,13 @@ struct store {
 	const struct store_ops *ops;
 	char *root;              /* key prefix from the URL ("" or "dir/"), owned */
 	unsigned long requests;  /* requests sent to the backend, for tests and metrics */
+	int64_t deadline_mono_ms; /* 0: none. Else no request is sent, waited
+				  * for or retried past this time of the store's
+				  * time source (monotonic ms): the call fails
+				  * STORE_ERR_IO (outcome unknown) instead. Set
+				  * by the caller around calls that must answer
+				  * in time (a holder's renewal); local
+				  * directory calls do not block and ignore it. */
 };
 
 struct store_config {

@@ -311,6 +311,21 @@ static enum store_code send_once(struct store_s3 *s, struct s3_call *c,
 	CURLcode rc;
 	long status = 0;
 	size_t i;
+	long timeout_ms = s->timeout_ms;
+
+	if (s->base.deadline_mono_ms) {
+		/* the caller's deadline (store.h) cuts the request short */
+		int64_t left = s->base.deadline_mono_ms - timesrc_mono_ms(s->time);
+
+		if (left <= 0) {
+			res->code = STORE_ERR_IO;
+			snprintf(res->err_message, sizeof(res->err_message),
+				 "the caller's deadline passed before the request was sent");
+			return STORE_ERR_IO;
+		}
+		if (left < timeout_ms)
+			timeout_ms = (long)left;
+	}
 
 	/* the path exactly as sent and signed */
 	if (c->key) {
@@ -414,8 +429,8 @@ static enum store_code send_once(struct store_s3 *s, struct s3_call *c,
 	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(s->curl, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, s->timeout_ms);
-	curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, s->timeout_ms);
+	curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, s->curl_err);
 	curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, buf);
@@ -505,6 +520,7 @@ static enum store_code perform(struct store_s3 *s, struct s3_call *c,
 {
 	enum store_code code;
 	int retry = 0;
+	int64_t pause;
 
 	buf->max = c->body_max;
 	for (;;) {
@@ -514,7 +530,11 @@ static enum store_code perform(struct store_s3 *s, struct s3_call *c,
 		code = send_once(s, c, buf, res);
 		if (!retryable(c, code, res) || retry >= s->max_retries)
 			return code;
-		timesrc_sleep_ms(s->time, backoff_ms(s, retry));
+		pause = backoff_ms(s, retry);
+		if (s->base.deadline_mono_ms &&
+		    timesrc_mono_ms(s->time) + pause >= s->base.deadline_mono_ms)
+			return code; /* no retry would be answered in time */
+		timesrc_sleep_ms(s->time, pause);
 		retry++;
 	}
 }

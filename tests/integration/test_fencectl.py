@@ -143,6 +143,35 @@ def run_kills_child_on_loss(s):
     assert "lost" in err.lower(), err
 
 
+def run_stops_child_when_store_hangs(s):
+    """Issue 7, item 5: with the store frozen (SIGSTOP) a renewal blocks;
+    the child must still get SIGTERM before its lease can end (3 s after the
+    acquire, which came before "started"), and run must exit non-zero."""
+    n = s.name("runhang")
+    cmd = [FENCECTL, "--store", s.url, "run", n, "--ttl", "3s", "--", "sh", "-c",
+           'trap "echo got-term; exit 0" TERM; echo started; while :; do sleep 0.05; done']
+    proc = subprocess.Popen(cmd, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    frozen = False
+    try:
+        line = proc.stdout.readline()
+        started = time.monotonic()
+        assert line.strip() == "started", line
+        os.kill(s.moto.proc.pid, signal.SIGSTOP)  # our own moto, by PID
+        frozen = True
+        line = proc.stdout.readline()
+        term_after = time.monotonic() - started
+        assert line.strip() == "got-term", line
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if frozen:
+            os.kill(s.moto.proc.pid, signal.SIGCONT)
+        harness.stop(proc, signal.SIGKILL)
+    assert term_after < 3.0, "SIGTERM %.2f s after start: past the lease" % term_after
+    assert proc.returncode != 0, "a run that lost its lease must not exit 0: %s" % err
+    assert "lease lost" in err, err
+
+
 def break_and_gc(s):
     n = s.name("gc")
     for want in ("1", "2", "3"):
@@ -243,3 +272,5 @@ def run_all(runner, store, label):
         runner.check("%s %s" % (label, fn.__name__), fn, store)
     if store.moto is not None:
         runner.check("%s seed_format_respected" % label, seed_format_respected, store)
+        runner.check("%s run_stops_child_when_store_hangs" % label,
+                     run_stops_child_when_store_hangs, store)

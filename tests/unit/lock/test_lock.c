@@ -53,6 +53,8 @@ enum fault {
 	F_CONFLICT,        /* 409, nothing written */
 	F_OTHER_THEN_IO,   /* another client's file lands, then our answer is lost */
 	F_OTHER_FIRST,     /* another client's file lands just before ours */
+	F_SLOW,            /* applied, answered slow_ms later (the clock moves) */
+	F_NEWER_AFTER,     /* applied, then epoch+1 is created (a break lands) */
 };
 
 struct memobj {
@@ -73,6 +75,7 @@ struct memstore {
 	enum fault put_faults[8];     /* consumed by successive puts */
 	size_t nfaults;
 	int fail_gets;                /* the next n gets answer 500 */
+	int64_t slow_ms;              /* F_SLOW's delay */
 	unsigned etag_seq;
 	unsigned long lists, gets, puts, dels;
 	char last_start_after[1200];  /* of the last list call */
@@ -226,6 +229,20 @@ static enum store_code ms_put(struct store *st, const char *key, const void *bod
 	if (f == F_APPLY_THEN_IO) {
 		ms_answer(ms, res, STORE_ERR_IO, 0);
 		return STORE_ERR_IO;
+	}
+	if (f == F_SLOW)
+		fc_advance(ms->clk, ms->slow_ms);
+	if (f == F_NEWER_AFTER) {
+		/* "...lock-0000000001.json" → "...lock-0000000002.json" */
+		char next[1200];
+		size_t n = strlen(key);
+		unsigned long long e;
+
+		assert_true(n > 15 && n < sizeof(next));
+		e = strtoull(key + n - 15, NULL, 10);
+		snprintf(next, sizeof(next), "%.*s%010llu.json", (int)(n - 15), key, e + 1);
+		ms_write(ms, next, OTHER_PAYLOAD, strlen(OTHER_PAYLOAD));
+		at = ms_find(ms, key);
 	}
 	ms_answer(ms, res, STORE_OK, 200);
 	snprintf(res->etag, sizeof(res->etag), "%s", ms->objs[at].etag);
@@ -594,11 +611,11 @@ static void test_renew_extends_the_lease(void **state)
 
 	assert_int_equal(acq(f, f->a, "alice", 10000, 0, &ga, NULL), LOCK_OK);
 	snprintf(old_etag, sizeof(old_etag), "%s", ga.etag);
-	fc_advance(&f->clk, 8000);
+	fc_advance(&f->clk, 7000); /* before the deadline of 8 s (ttl - margin) */
 	assert_int_equal(lock_renew(f->a, &ga, f->err, sizeof(f->err)), LOCK_OK);
 	assert_string_not_equal(ga.etag, old_etag);
 	assert_int_equal(ga.renewals, 1);
-	assert_int_equal(ga.deadline_mono_ms, 5008000 + 10000 - 2000);
+	assert_int_equal(ga.deadline_mono_ms, 5007000 + 10000 - 2000);
 	assert_int_equal(stored(f, 1).renewals, 1);
 	assert_string_equal(stored(f, 1).nonce, ga.nonce);
 	/* 8 s into the renewed lease it is still alive */
@@ -607,15 +624,48 @@ static void test_renew_extends_the_lease(void **state)
 	assert_int_equal(who.remaining_ms, 3000);
 }
 
+/* Issue 7, item 2: a renewal sent in time whose answer comes after the
+ * holder's deadline is lost, whatever the store said. */
+static void test_renew_answered_after_the_deadline(void **state)
+{
+	struct fx *f = *state;
+	struct lock_grant g;
+
+	assert_int_equal(acq(f, f->a, "alice", 30000, 0, &g, NULL), LOCK_OK);
+	fc_advance(&f->clk, 10000);
+	f->ms->put_faults[f->ms->nfaults++] = F_SLOW;
+	f->ms->slow_ms = 21500; /* sent at 10 s, answered at 31.5 s */
+	assert_int_equal(lock_renew(f->a, &g, f->err, sizeof(f->err)), LOCK_LOST);
+	assert_non_null(strstr(f->err, "after the holder's deadline"));
+	assert_string_equal(g.etag, ""); /* nothing left to renew with */
+}
+
+/* Issue 7, item 2: a newer epoch does not change our file's ETag, so the
+ * rewrite succeeds; the listing after it must find the newer epoch. */
+static void test_renew_superseded_while_rewriting(void **state)
+{
+	struct fx *f = *state;
+	struct lock_grant g;
+	int64_t deadline;
+
+	assert_int_equal(acq(f, f->a, "alice", 30000, 0, &g, NULL), LOCK_OK);
+	deadline = g.deadline_mono_ms;
+	fc_advance(&f->clk, 5000);
+	f->ms->put_faults[f->ms->nfaults++] = F_NEWER_AFTER;
+	assert_int_equal(lock_renew(f->a, &g, f->err, sizeof(f->err)), LOCK_LOST);
+	assert_non_null(strstr(f->err, "superseded by epoch 2"));
+	assert_int_equal(g.deadline_mono_ms, deadline); /* never extended */
+}
+
 static void test_renew_after_own_lease_ran_out(void **state)
 {
 	struct fx *f = *state;
 	struct lock_grant g;
 
 	assert_int_equal(acq(f, f->a, "alice", 10000, 0, &g, NULL), LOCK_OK);
-	fc_advance(&f->clk, 10000); /* nobody took epoch 2, but the lease is over */
+	fc_advance(&f->clk, 8000); /* nobody took epoch 2, but the deadline is here */
 	assert_int_equal(lock_renew(f->a, &g, f->err, sizeof(f->err)), LOCK_LOST);
-	assert_non_null(strstr(f->err, "ran out"));
+	assert_non_null(strstr(f->err, "passed its deadline"));
 	/* release is still allowed: it only gives the lock up */
 	assert_int_equal(lock_release(f->a, &g, f->err, sizeof(f->err)), LOCK_OK);
 }
@@ -769,11 +819,11 @@ static void test_known_latest_costs_two_requests(void **state)
 	assert_int_equal(f->ms->base.requests - before, 2);
 	assert_int_equal(f->ms->lists, 3);
 	assert_string_equal(f->ms->last_start_after, "root/locks/jobs/lock-0000000001.json");
-	/* renew: list + put; release: list + put */
+	/* renew: list + put + list (a newer epoch?); release: list + put */
 	before = f->ms->base.requests;
 	assert_int_equal(lock_renew(f->a, &g, f->err, sizeof(f->err)), LOCK_OK);
 	assert_int_equal(lock_release(f->a, &g, f->err, sizeof(f->err)), LOCK_OK);
-	assert_int_equal(f->ms->base.requests - before, 4);
+	assert_int_equal(f->ms->base.requests - before, 5);
 	/* another client that released epoch 2 behind our back: we must read */
 	before = f->ms->base.requests;
 	assert_int_equal(acq(f, f->b, "w", 30000, 0, &g, NULL), LOCK_OK);
@@ -1043,6 +1093,8 @@ int main(void)
 		T(test_status_states),
 		T(test_renew_extends_the_lease),
 		T(test_renew_after_own_lease_ran_out),
+		T(test_renew_answered_after_the_deadline),
+		T(test_renew_superseded_while_rewriting),
 		T(test_renew_by_epoch_number),
 		T(test_renew_condition_failed),
 		T(test_break),
