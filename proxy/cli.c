@@ -43,10 +43,14 @@ static void usage(FILE *out)
 "                         honoured?) in BUCKET at start; /_fence/health is 200\n"
 "                         only once it passed (each lock's bucket is also\n"
 "                         checked before its first use)\n"
-"  --lock-refresh D       re-list recently used locks this often (1s)\n"
+"  --lock-refresh D       a write is decided on lock knowledge at most D old;\n"
+"                         recently used locks are re-listed ahead of it (1s)\n"
 "  --workers N            threads for store and lock calls (4)\n"
 "  --barrier-timeout D    http mode: a newer epoch's write waits at most D for the\n"
 "                         lock's older in-flight writes, then 503 (5s)\n"
+"  --barrier-grace D      http mode: a write with no answer (timeout, reset,\n"
+"                         client gone) stays in flight D after its upstream\n"
+"                         connection closed (2s; 0: none)\n"
 "\n"
 "limits and timeouts (DURATION: 250ms, 10s, 2m; a bare number is seconds):\n"
 "  --header-timeout D     whole request head must arrive within D (10s) -> 408\n"
@@ -112,7 +116,7 @@ enum {
 	OPT_SEND_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_UPSTREAM_TIMEOUT, OPT_TOTAL_TIMEOUT,
 	OPT_DRAIN_TIMEOUT, OPT_MAX_HEADER_BYTES, OPT_MAX_HEADERS, OPT_MAX_URL_BYTES,
 	OPT_REPLAY_BYTES, OPT_CHECK_BUCKET, OPT_ACCESS_LOG, OPT_LOCK_REFRESH, OPT_WORKERS,
-	OPT_BARRIER_TIMEOUT, OPT_ERROR_LOG, OPT_BODY_MIN_RATE,
+	OPT_BARRIER_TIMEOUT, OPT_BARRIER_GRACE, OPT_ERROR_LOG, OPT_BODY_MIN_RATE,
 };
 
 static const struct option long_options[] = {
@@ -145,6 +149,7 @@ static const struct option long_options[] = {
 	{ "lock-refresh", required_argument, NULL, OPT_LOCK_REFRESH },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "barrier-timeout", required_argument, NULL, OPT_BARRIER_TIMEOUT },
+	{ "barrier-grace", required_argument, NULL, OPT_BARRIER_GRACE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -294,6 +299,11 @@ int cli_parse(int argc, char **argv, struct options *o)
 			if ((v = parse_duration_ms(optarg)) <= 0)
 				return bad_value(name, optarg);
 			o->barrier_timeout_ms = v;
+			break;
+		case OPT_BARRIER_GRACE:
+			if ((v = parse_duration_ms(optarg)) < 0)
+				return bad_value(name, optarg);
+			o->barrier_grace_ms = v ? v : -1;
 			break;
 		case ':':
 			fprintf(stderr, "fencegate: option \"%s\" needs a value (see --help)\n",

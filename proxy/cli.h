@@ -26,6 +26,7 @@ struct options {
 	long refresh_ms;
 	long workers;
 	long barrier_timeout_ms;
+	long barrier_grace_ms;      /* 0: default; -1: none (--barrier-grace 0) */
 	int log_level_set;
 	int mode_set;
 	int drain_set;

@@ -302,6 +302,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	fc.access_log = rt->logs.access;
 	fc.http_mode = mode == PROXY_MODE_HTTP;
 	fc.barrier_timeout_ms = o->barrier_timeout_ms;
+	fc.barrier_grace_ms = o->barrier_grace_ms;
 	fc.base = rt->base;
 	if (pol->limits.objcache_entries > 0)
 		fc.objcache_capacity = (size_t)pol->limits.objcache_entries;

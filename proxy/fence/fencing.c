@@ -354,7 +354,7 @@ static void req_done(const struct proxy_summary *s, void *arg)
 {
 	struct freq *fr = arg;
 
-	fencing_http_done(fr);
+	fencing_http_done(fr, s);
 	if (fr->kind == S3_MPU_CREATE && s->outcome == PROXY_OUT_UPSTREAM &&
 	    s->status >= 200 && s->status < 300)
 		fencing_record_upload(fr);
@@ -400,6 +400,7 @@ struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t 
 	f->http_mode = cfg->http_mode;
 	f->base = cfg->base;
 	f->barrier_timeout_ms = cfg->barrier_timeout_ms > 0 ? cfg->barrier_timeout_ms : 5000;
+	f->barrier_grace_ms = cfg->barrier_grace_ms ? cfg->barrier_grace_ms : 2000;
 	if (f->http_mode && !f->base) {
 		snprintf(err, errlen, "fencing: HTTP mode needs the event base (epoch barrier)");
 		fencing_free(f);

@@ -54,6 +54,11 @@ struct fencing_config {
 	long barrier_timeout_ms;        /* a newer epoch's write waits at most
 					 * this long for older in-flight writes,
 					 * then 503 FencingBarrierTimeout; 0: 5000 */
+	long barrier_grace_ms;          /* a forwarded write whose outcome is
+					 * unknown (upstream timeout or reset,
+					 * client gone) stays in flight this
+					 * long after its upstream connection
+					 * closed; 0: 2000, < 0: none */
 };
 
 /* Returns NULL with a message in err. Strings are copied; locks, jobs and

@@ -278,12 +278,56 @@ enum proxy_action fencing_http_on_request(struct fencing *f, struct freq *fr)
 	return fencing_step_decide(fr);
 }
 
-void fencing_http_done(struct freq *fr)
+struct barrier_release {
+	struct fencing *f;
+	struct lockreg_entry *lk;    /* entries are never freed before the loop */
+	uint64_t epoch;
+};
+
+static void barrier_release_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct barrier_release *br = arg;
+
+	(void)fd;
+	(void)what;
+	log_info("lock \"%s\": the write of epoch \"%" PRIu64 "\" with an unknown outcome "
+		 "no longer holds the epoch barrier", br->lk->name, br->epoch);
+	barrier_done(&br->lk->barrier, br->epoch);
+	barrier_schedule(br->f, br->lk);
+	free(br);
+}
+
+void fencing_http_done(struct freq *fr, const struct proxy_summary *s)
+{
+	struct fencing *f = fr->f;
+	struct barrier_release *br;
+	struct timeval tv;
+
 	if (!fr->barrier_counted)
 		return;
-	/* the forwarded write is over: older-epoch barrier lifts */
 	fr->barrier_counted = false;
+	/* A write whose answer never came (timeout, reset, client gone) may
+	 * still be applied by the downstream: its upstream connection is
+	 * closed by now, and for a grace after that it still counts as in
+	 * flight, so no newer epoch's write overtakes it. One never sent
+	 * (attempts 0: a waiter whose client left) is over at once. */
+	if (s->attempts > 0 &&
+	    (s->outcome == PROXY_OUT_UPSTREAM_ERROR || s->outcome == PROXY_OUT_CLIENT_GONE)) {
+		if (f->barrier_grace_ms > 0 && (br = calloc(1, sizeof(*br)))) {
+			br->f = f;
+			br->lk = fr->lock;
+			br->epoch = fr->epoch;
+			tv.tv_sec = f->barrier_grace_ms / 1000;
+			tv.tv_usec = (f->barrier_grace_ms % 1000) * 1000;
+			if (event_base_once(f->base, -1, EV_TIMEOUT, barrier_release_cb, br, &tv) == 0)
+				return;
+			free(br);
+		}
+		if (f->barrier_grace_ms > 0)
+			log_error("lock \"%s\": cannot hold the epoch barrier for a write of "
+				  "unknown outcome", fr->lock->name);
+	}
+	/* the forwarded write is over: older-epoch barrier lifts */
 	barrier_done(&fr->lock->barrier, fr->epoch);
-	barrier_schedule(fr->f, fr->lock);
+	barrier_schedule(f, fr->lock);
 }

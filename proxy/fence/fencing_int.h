@@ -48,6 +48,7 @@ struct fencing {
 	bool http_mode;
 	struct event_base *base;
 	long barrier_timeout_ms;
+	long barrier_grace_ms;
 	struct policy *policy;         /* NULL: no config (lock from X-Fencing-Lock) */
 };
 
@@ -167,7 +168,8 @@ enum proxy_action fencing_guard_start(struct freq *fr);
 enum proxy_action fencing_http_on_request(struct fencing *f, struct freq *fr);
 /* The write was decided FORWARD: pass the lock's epoch barrier. */
 enum proxy_action fencing_http_admit(struct freq *fr);
-/* The request is over: a forwarded write no longer holds the barrier. */
-void fencing_http_done(struct freq *fr);
+/* The request is over: a forwarded write no longer holds the barrier, at
+ * once when its answer came, after the grace when its outcome is unknown. */
+void fencing_http_done(struct freq *fr, const struct proxy_summary *s);
 
 #endif

@@ -127,6 +127,7 @@ struct proxy_req {
 	int status;
 	uint64_t bytes_out;
 	enum proxy_outcome outcome;
+	int upstream_failed;         /* the local 502/504 answers an upstream failure */
 };
 
 static int64_t now_us(void)
@@ -184,6 +185,8 @@ static void req_finish(struct proxy_req *req, enum proxy_outcome outcome)
 		return;
 	req->finished = 1;
 	req->phase = PH_DONE;
+	if (outcome == PROXY_OUT_LOCAL && req->upstream_failed)
+		outcome = PROXY_OUT_UPSTREAM_ERROR;
 	req->outcome = outcome;
 	if (req->xfer) {
 		upstream_cancel(req->xfer);
@@ -829,9 +832,9 @@ static void up_on_done(void *arg, enum upstream_result res, const char *detail)
 		int timeout = res == UPSTREAM_TIMEOUT;
 
 		snprintf(msg, sizeof(msg), "upstream %s: %s", upstream_strerror(res), detail);
+		req->upstream_failed = 1; /* the summary says so, not "local" */
 		proxy_req_reply_error(req, timeout ? 504 : 502,
 				      timeout ? "GatewayTimeout" : "BadGateway", msg, NULL);
-		req->outcome = PROXY_OUT_UPSTREAM_ERROR;
 	}
 	req_put(req); /* the transfer's reference */
 }

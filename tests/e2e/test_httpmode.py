@@ -51,6 +51,8 @@ class Recorder:
                 delay = float(self.headers.get("X-Test-Delay") or 0)
                 if delay:
                     time.sleep(min(delay, 20.0))
+                with rec.lock:
+                    entry["t_applied"] = time.monotonic()  # even if nobody waits
                 out = json.dumps({"ok": True, "path": self.path}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -408,6 +410,39 @@ def test_barrier_timeout(env):
         g.close()
 
 
+def test_barrier_unknown_outcome(env):
+    """Issue 7, item 4: an old-epoch write that times out (504) may still
+    be applied by the downstream; the barrier must not lift at the 504.
+    Here the downstream applies it at 3 s, the proxy gives up at 1 s; the
+    new epoch's write must reach the downstream after the old one is
+    applied (the grace, 3 s here, runs from the closed connection)."""
+    rec = env.rec
+    g = Gate("--mode", "http", "--upstream", rec.url, "--lock-store", env.store,
+             "--upstream-timeout", "1s", "--barrier-grace", "3s")
+    try:
+        e1 = g.acquire("unk")
+        results = {}
+
+        def old_write():
+            results["old"] = g.write("/unk/old", "unk", e1, extra={"X-Test-Delay": "3"})
+
+        t = threading.Thread(target=old_write)
+        t.start()
+        rec.wait_seen("/unk/old")
+        g.lockapi("unk", "release", epoch=e1)
+        e2 = g.acquire("unk")
+        t.join(10)
+        assert results["old"][0] == 504, results  # the outcome is unknown
+        st, _, data = g.write("/unk/new", "unk", e2)
+        assert st == 200, (st, data)
+        old = rec.seen("/unk/old")[0]
+        new = rec.wait_seen("/unk/new")[0]
+        assert "t_applied" in old, old
+        assert new["t_arrived"] >= old["t_applied"], (new["t_arrived"], old["t_applied"])
+    finally:
+        g.close()
+
+
 def test_lock_api(env):
     g = env.gate
     e = g.acquire("api")
@@ -642,6 +677,8 @@ def main():
                 test_barrier_refuses_old_while_draining, env)
         r.check("barrier: a waiting client leaves", test_barrier_client_leaves, env)
         r.check("barrier: bounded wait, 503", test_barrier_timeout, env)
+        r.check("barrier: a write of unknown outcome holds it for the grace",
+                test_barrier_unknown_outcome, env)
         r.check("lock API in HTTP mode", test_lock_api, env)
     finally:
         env.close()
