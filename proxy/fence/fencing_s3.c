@@ -343,6 +343,40 @@ out:
 	return r;
 }
 
+/* After a lost race: the lock as of now decides first. */
+static void cas_reloaded(struct lockreg_entry *e, int ok, void *arg)
+{
+	struct freq *fr = arg;
+	enum proxy_action act;
+
+	if (proxy_req_client_gone(fr->req)) {
+		proxy_req_resume(fr->req, PROXY_HANDLED);
+		return;
+	}
+	if (!ok) {
+		char msg[320];
+
+		snprintf(msg, sizeof(msg), "cannot re-read lock \"%.40s\": %.256s", e->name,
+			 e->load_err);
+		proxy_req_resume(fr->req, fencing_reply_error(fr, 503, "SlowDown", msg, false, 0));
+		return;
+	}
+	if (fr->epoch < e->high_water || lockreg_epoch_released(e, fr->epoch)) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "epoch %" PRIu64 " was superseded (current epoch %" PRIu64
+			 ") while the object changed under this write", fr->epoch, e->high_water);
+		fr->verdict = fence_strverdict(FENCE_REJECT_STALE);
+		fr->current = e->high_water;
+		proxy_req_resume(fr->req, fencing_reply_error(fr, 409, "FencingTokenStale", msg, true,
+							       e->high_water));
+		return;
+	}
+	act = start_head(fr, 1);
+	if (act != PROXY_SUSPEND)
+		proxy_req_resume(fr->req, act);
+}
+
 static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 {
 	struct freq *fr = arg;
@@ -376,11 +410,17 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 	if (!fr->our_condition ||
 	    !(status == 412 || status == 409 || (status == 404 && fr->cond_if_match)))
 		return PROXY_RESP_RELAY; /* the client's own condition, or no race */
-	/* our condition lost a race: re-read the object's epoch, then refuse
-	 * (newer epoch), re-send with the new version (bounded), or 503 */
-	if (start_head(fr, 1) != PROXY_SUSPEND)
+	/* our condition lost a race: someone changed the object since we
+	 * decided. Re-read the lock first (a newer epoch may have rewritten
+	 * it with the same bytes, so its ETag proves nothing, or deleted
+	 * it), then the object's epoch; refuse, re-send (bounded), or 503 */
+	switch (lockreg_when_current(f->locks, fr->lock, true, cas_reloaded, fr)) {
+	case 0:
+		return PROXY_RESP_SUSPEND;
+	default:
+		fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 		return PROXY_RESP_REPLACED;
-	return PROXY_RESP_SUSPEND;
+	}
 }
 
 /* ---- the request ------------------------------------------------------- */

@@ -381,6 +381,46 @@ def test_two_replicas_zombie(moto):
         gb.close()
 
 
+def test_replica_windows(moto):
+    """Issue 7, item 3: an ETag is the content's MD5, so a newer epoch's
+    delete (or identical rewrite) leaves a lagging replica's cached ETag
+    saying nothing. B never refreshes on its own; C's refresh interval is
+    300 ms. Storage is read from moto directly."""
+    b = "fence-windows"
+    moto.create_bucket(b)
+    ga = Gate("--upstream", moto.url, "--access-log", "off")
+    gb = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "3600s")
+    gc = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "300ms")
+    try:
+        e1 = acquire(ga.port, b, "zombie")
+        for g, key in ((gb, "gone"), (gc, "same")):
+            st, h, d = req(g.port, "PUT", "/%s/%s" % (b, key), b"v", {"X-Fencing-Token": str(e1)})
+            expect(st == 200, "epoch 1 writes %s: %s %s" % (key, st, d))
+        release(ga.port, b, e1)
+        e2 = acquire(ga.port, b, "leader")
+        st, h, d = req(ga.port, "DELETE", "/%s/gone" % b, b"", {"X-Fencing-Token": str(e2)})
+        expect(st == 204, "epoch 2 deletes: %s %s" % (st, d))
+        st, h, d = req(ga.port, "PUT", "/%s/same" % b, b"v", {"X-Fencing-Token": str(e2)})
+        expect(st == 200, "epoch 2 rewrites the same bytes: %s" % st)
+        # B still believes epoch 1 is current and has the deleted object's
+        # ETag cached: its If-Match loses, and it re-reads the lock before
+        # creating the key again
+        st, h, d = req(gb.port, "PUT", "/%s/gone" % b, b"zombie", {"X-Fencing-Token": str(e1)})
+        expect(st == 409 and s3code(d) == "FencingTokenStale", "zombie create via B: %s %s" % (st, d))
+        expect(moto_body(moto, b, "gone")[0] is None, "the deleted key stays deleted")
+        # C's knowledge is older than its interval: the write waits for a
+        # load, which finds epoch 2
+        time.sleep(0.5)
+        st, h, d = req(gc.port, "PUT", "/%s/same" % b, b"zombie", {"X-Fencing-Token": str(e1)})
+        expect(st == 409, "zombie over identical bytes via C: %s %s" % (st, d))
+        body, meta = moto_body(moto, b, "same")
+        expect(body == b"v" and meta["fencing-epoch"] == str(e2), "epoch 2's write stands")
+    finally:
+        ga.close()
+        gb.close()
+        gc.close()
+
+
 def test_fencectl_through_proxy(moto, gate):
     b = "fence-ctl"
     moto.create_bucket(b)
@@ -720,6 +760,8 @@ def main():
                     test_decision_table, moto, gate)
             r.check("two replicas: a zombie through the lagging one is refused",
                     test_two_replicas_zombie, moto)
+            r.check("replicas: a lagging cache after a delete or an identical rewrite",
+                    test_replica_windows, moto)
             r.check("fencectl acquires through the proxy's S3 API",
                     test_fencectl_through_proxy, moto, gate)
             r.check("lock HTTP API", test_lock_api, moto, gate)
