@@ -320,6 +320,13 @@ static void judge(const struct lock *lk, struct lock_info *info, int parsed,
 	int64_t lm = res->last_modified ? res->last_modified : date;
 	int64_t left;
 
+	/* Lease time is the store's: without its Date (or Last-Modified) our
+	 * own clock could call a live lease lapsed. Judge the file as written
+	 * just now: a contender waits for a release or a break, never takes
+	 * it early (lock_check_store refuses such a store). */
+	if (!res->server_date || !res->last_modified)
+		lm = date;
+
 	info->server_date = date;
 	info->last_modified = lm;
 	snprintf(info->etag, sizeof(info->etag), "%s", res->etag);

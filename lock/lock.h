@@ -188,9 +188,14 @@ enum lock_code lock_break(struct lock *lk, const char *holder, uint64_t *new_epo
 enum lock_code lock_gc(struct lock *lk, unsigned keep, unsigned *deleted,
 		       char *err, size_t errlen);
 
-/* Backend self-test: creates a probe key under prefix twice with
- * If-None-Match "*"; the second must answer 412 (else LOCK_ERR_UNSAFE).
- * Deletes the probe afterwards. */
+/* Backend self-test, every condition the lock protocol and the proxy rely
+ * on: a probe key under prefix is created with If-None-Match "*" (the
+ * answer must carry Date), created again (must answer 412), written
+ * If-Match a wrong ETag (412), deleted If-Match a wrong ETag (412), then
+ * deleted If-Match its ETag. LOCK_ERR_UNSAFE with err naming the condition
+ * the backend ignores; LOCK_ERR_STORE when it fails otherwise. The probe is
+ * removed in every case. (CompleteMultipartUpload's conditions are not
+ * probed: the store interface has no multipart.) */
 enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
 				char *err, size_t errlen);
 

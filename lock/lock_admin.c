@@ -147,7 +147,7 @@ enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
 				char *err, size_t errlen)
 {
 	struct store_result res = STORE_RESULT_INIT;
-	char key[LOCK_KEY_MAX], token[33];
+	char key[LOCK_KEY_MAX], token[33], etag[STORE_ETAG_MAX];
 	enum lock_code rc = LOCK_OK;
 	enum store_code sc;
 	int created = 0;
@@ -171,6 +171,14 @@ enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
 		goto out;
 	}
 	created = 1;
+	if (!res.server_date) {
+		snprintf(err, errlen, "store sends no Date header: leases are judged by the "
+			 "store's clock, and without it a contender could take a live lease by its "
+			 "own; use a backend that sends Date");
+		rc = LOCK_ERR_UNSAFE;
+		goto out;
+	}
+	snprintf(etag, sizeof(etag), "%s", res.etag);
 	sc = probe_put(st, key, STORE_COND_IF_NONE_MATCH_ANY, NULL, &res);
 	if (sc == STORE_OK) {
 		snprintf(err, errlen, "store ignores If-None-Match: a second create of \"%s\" "
@@ -199,6 +207,30 @@ enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
 		rc = LOCK_ERR_STORE;
 		goto out;
 	}
+	/* the proxy's fenced DELETE and DeleteObjects rely on DELETE If-Match */
+	sc = store_delete(st, key, "\"fencegate-selftest-no-such-etag\"", &res);
+	if (sc == STORE_OK) {
+		created = 0;
+		snprintf(err, errlen, "store ignores If-Match on DELETE: a delete of \"%s\" with a "
+			 "wrong ETag succeeded, so a zombie's delete could remove a newer epoch's "
+			 "object; use a backend with conditional deletes", key);
+		rc = LOCK_ERR_UNSAFE;
+		goto out;
+	}
+	if (sc != STORE_PRECONDITION_FAILED) {
+		lock_store_error(err, errlen, "self-test: delete of probe with a wrong If-Match",
+				 key, sc, &res);
+		rc = LOCK_ERR_STORE;
+		goto out;
+	}
+	sc = store_delete(st, key, etag, &res);
+	if (sc != STORE_OK) {
+		lock_store_error(err, errlen, "self-test: delete of probe If-Match its ETag", key,
+				 sc, &res);
+		rc = sc == STORE_PRECONDITION_FAILED ? LOCK_ERR_UNSAFE : LOCK_ERR_STORE;
+		goto out;
+	}
+	created = 0;
 out:
 	if (created) {
 		sc = store_delete(st, key, NULL, &res);

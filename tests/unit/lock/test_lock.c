@@ -72,6 +72,8 @@ struct memstore {
 	size_t n, cap;
 	int page_size;
 	int ignore_if_none_match;
+	int ignore_del_if_match;      /* DELETE If-Match is not checked */
+	int no_date;                  /* answers carry no Date */
 	enum fault put_faults[8];     /* consumed by successive puts */
 	size_t nfaults;
 	int fail_gets;                /* the next n gets answer 500 */
@@ -134,7 +136,7 @@ static void ms_answer(struct memstore *ms, struct store_result *res, enum store_
 	store_result_clear(res);
 	res->code = code;
 	res->http_status = http;
-	res->server_date = ms->clk->wall_ms / 1000;
+	res->server_date = ms->no_date ? 0 : ms->clk->wall_ms / 1000;
 	res->attempts = 1;
 	ms->base.requests++;
 }
@@ -261,7 +263,7 @@ static enum store_code ms_del(struct store *st, const char *key, const char *if_
 		ms_answer(ms, res, STORE_NOT_FOUND, 404);
 		return STORE_NOT_FOUND;
 	}
-	if (if_match && strcmp(if_match, ms->objs[at].etag) != 0) {
+	if (if_match && !ms->ignore_del_if_match && strcmp(if_match, ms->objs[at].etag) != 0) {
 		ms_answer(ms, res, STORE_PRECONDITION_FAILED, 412);
 		return STORE_PRECONDITION_FAILED;
 	}
@@ -990,6 +992,20 @@ static void test_check_store(void **state)
 			 LOCK_ERR_UNSAFE);
 	assert_non_null(strstr(f->err, "store ignores If-None-Match"));
 	assert_non_null(strstr(f->err, "conditional writes"));
+	assert_int_equal(f->ms->n, 0);
+
+	/* every condition is probed, and the one missing is named */
+	f->ms->ignore_if_none_match = 0;
+	f->ms->ignore_del_if_match = 1;
+	assert_int_equal(lock_check_store(&f->ms->base, NULL, f->err, sizeof(f->err)),
+			 LOCK_ERR_UNSAFE);
+	assert_non_null(strstr(f->err, "ignores If-Match on DELETE"));
+	assert_int_equal(f->ms->n, 0);
+	f->ms->ignore_del_if_match = 0;
+	f->ms->no_date = 1;
+	assert_int_equal(lock_check_store(&f->ms->base, NULL, f->err, sizeof(f->err)),
+			 LOCK_ERR_UNSAFE);
+	assert_non_null(strstr(f->err, "no Date header"));
 	assert_int_equal(f->ms->n, 0);
 }
 
