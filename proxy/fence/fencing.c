@@ -93,6 +93,18 @@ enum proxy_action fencing_reply_error(struct freq *fr, int status, const char *c
 	return PROXY_HANDLED; /* fr may be gone now (a consumed request) */
 }
 
+enum proxy_action fencing_reply_wait_failed(struct freq *fr, int r)
+{
+	char msg[200];
+
+	if (r != LOCKREG_FULL)
+		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+	snprintf(msg, sizeof(msg), "%d requests already wait on lock \"%.64s\"; retry",
+		 LOCKREG_QUEUE_MAX, fr->lock->name);
+	fr->verdict = "error";
+	return fencing_reply_error(fr, 503, "SlowDown", msg, false, 0);
+}
+
 static enum proxy_action reply_decision(struct freq *fr, const struct fence_decision *d)
 {
 	fr->has_current = true;
@@ -171,6 +183,7 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	struct fence_input in;
 	struct fence_decision d;
 	uint64_t t = fr->token.status == TOKEN_OK ? fr->token.epoch : 0;
+	int r;
 
 	memset(&in, 0, sizeof(in));
 	/* DeleteObjects deletes: a route fences it as it fences DELETE */
@@ -205,14 +218,10 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 			return fencing_delete_start(fr, false); /* a route without DELETE */
 		return PROXY_PASS;
 	case FENCE_NEED_LOOKUP:
-		switch (lockreg_when_current(f->locks, lk, true, lookup_cb, fr)) {
-		case 0:
+		r = lockreg_when_current(f->locks, lk, true, lookup_cb, fr);
+		if (r == 0)
 			return PROXY_SUSPEND;
-		case 1: /* not reached: a fresh wait never answers at once */
-			return fencing_reply_error(fr, 500, "InternalError", "lock lookup", false, 0);
-		default:
-			return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
-		}
+		return fencing_reply_wait_failed(fr, r); /* a fresh wait is never 1 */
 	case FENCE_FORWARD:
 		break;
 	default:

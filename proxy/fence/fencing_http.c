@@ -272,7 +272,7 @@ enum proxy_action fencing_http_on_request(struct fencing *f, struct freq *fr)
 	fr->token = fencing_read_token(req);
 	r = lockreg_when_current(f->locks, fr->lock, fr->strict || fr->lock->strict, fencing_loaded_cb, fr);
 	if (r < 0)
-		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+		return fencing_reply_wait_failed(fr, r);
 	if (r == 0)
 		return PROXY_SUSPEND;
 	return fencing_step_decide(fr);

@@ -124,6 +124,9 @@ void fencing_loaded_cb(struct lockreg_entry *e, int ok, void *arg);
 /* Runs fence_decide with what is known; looks up, rejects or goes on to
  * the mode's next step (the object CAS, or the barrier). */
 enum proxy_action fencing_step_decide(struct freq *fr);
+/* The answer to a failed lockreg wait (r < 0): 503 SlowDown when the lock's
+ * queue is full (LOCKREG_FULL), else 500. */
+enum proxy_action fencing_reply_wait_failed(struct freq *fr, int r);
 /* Appends a body piece to fr->body (NUL-terminated), up to max bytes in
  * all; past that it keeps nothing more and sets fr->body_too_big. For
  * proxy_req_consume body callbacks: 0, or -1 on ENOMEM. */

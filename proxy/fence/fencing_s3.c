@@ -383,6 +383,7 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 	struct fencing *f = fr->f;
 	int status = proxy_req_resp_status(req);
 	const char *etag;
+	int r;
 
 	fencing_count_upstream(f, fr->kind == S3_READ ? "read" : "write");
 	observe_latency(fr);
@@ -414,13 +415,11 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 	 * decided. Re-read the lock first (a newer epoch may have rewritten
 	 * it with the same bytes, so its ETag proves nothing, or deleted
 	 * it), then the object's epoch; refuse, re-send (bounded), or 503 */
-	switch (lockreg_when_current(f->locks, fr->lock, true, cas_reloaded, fr)) {
-	case 0:
+	r = lockreg_when_current(f->locks, fr->lock, true, cas_reloaded, fr);
+	if (r == 0)
 		return PROXY_RESP_SUSPEND;
-	default:
-		fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
-		return PROXY_RESP_REPLACED;
-	}
+	fencing_reply_wait_failed(fr, r);
+	return PROXY_RESP_REPLACED;
 }
 
 /* ---- the request ------------------------------------------------------- */
@@ -694,7 +693,7 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 decide:
 	r = lockreg_when_current(f->locks, fr->lock, fr->strict || fr->lock->strict, fencing_loaded_cb, fr);
 	if (r < 0)
-		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+		return fencing_reply_wait_failed(fr, r);
 	if (r == 0)
 		return PROXY_SUSPEND;
 	return fencing_step_decide(fr);

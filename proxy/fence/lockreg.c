@@ -519,6 +519,7 @@ static void op_start(struct lockreg_entry *e)
 		e->ops_head = op->next;
 		if (!e->ops_head)
 			e->ops_tail = NULL;
+		e->n_ops--;
 		op->next = NULL;
 		e->busy = true;
 		if (jobs_submit(e->reg->jobs, op_run, op_done, op) < 0) {
@@ -542,6 +543,8 @@ int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn ru
 
 	if (!r->jobs)
 		return -1;
+	if (e->n_ops >= LOCKREG_QUEUE_MAX)
+		return LOCKREG_FULL;
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -1;
@@ -554,6 +557,7 @@ int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn ru
 	else
 		e->ops_head = op;
 	e->ops_tail = op;
+	e->n_ops++;
 	op_start(e);
 	return 0;
 }
@@ -597,6 +601,7 @@ static void call_waiters(struct lockreg_entry *e, struct lockreg_waiter *w, int 
 	while (w) {
 		struct lockreg_waiter *next = w->next;
 
+		e->n_waiters--;
 		w->cb(e, ok, w->arg);
 		free(w);
 		w = next;
@@ -686,9 +691,12 @@ int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 		return e->loaded && !fresh ? 1 : -1;
 	if (!fresh && lockreg_fresh_enough(e, now))
 		return 1;
+	if (e->n_waiters >= LOCKREG_QUEUE_MAX)
+		return LOCKREG_FULL;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -1;
+	e->n_waiters++;
 	w->cb = cb;
 	w->arg = arg;
 	/* a running load serves this request if it started recently enough
@@ -703,6 +711,7 @@ int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 	e->waiters = w;
 	if (start_load(e) < 0) {
 		e->waiters = w->next;
+		e->n_waiters--;
 		free(w);
 		return -1;
 	}

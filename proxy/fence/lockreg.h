@@ -37,6 +37,10 @@
 #define LOCKREG_PREFIX_MAX 1024
 #define LOCKREG_STORE_MAX 1024
 #define LOCKREG_DEFAULT_MAX_LOCKS 10000
+#define LOCKREG_QUEUE_MAX 4096   /* requests waiting on one lock, and queued
+				  * operations on it, each */
+#define LOCKREG_FULL (-2)        /* lockreg_submit / _when_*: the lock's queue
+				  * is at LOCKREG_QUEUE_MAX (answer 503 SlowDown) */
 
 struct lockreg;
 struct lockreg_waiter;
@@ -101,6 +105,8 @@ struct lockreg_entry {
 	struct lockreg_waiter *waiters_next; /* fresh loads asked for while a
 				      * load was running: the next load */
 	struct lockreg_op *ops_head, *ops_tail;
+	unsigned n_ops;              /* queued in ops_head (not the running one) */
+	unsigned n_waiters;          /* in waiters and waiters_next */
 	bool busy;
 	bool loading;
 	bool tested;                 /* self-test passed (worker-side flag) */
@@ -179,7 +185,8 @@ size_t lockreg_count(const struct lockreg *r);
 /* Work on a lock's store, serialized per lock. run() executes on a worker
  * thread with the entry's store and lock (st/lk NULL and err set when the
  * store could not be opened); it may read only the entry's immutable
- * fields. done() runs on the loop. Returns 0, or -1 (neither runs). */
+ * fields. done() runs on the loop. Returns 0, or -1 / LOCKREG_FULL
+ * (neither runs). */
 struct lockreg_io {
 	struct store *st;
 	struct lock *lk;
@@ -210,7 +217,7 @@ int lockreg_fresh_enough(const struct lockreg_entry *e, int64_t now_ms);
 /* Calls cb(e, ok, arg) once e is loaded and fresh enough (the rule above).
  * Returns 1 when it already is (cb is not called), 0 when cb will be called
  * from the loop later (after a load: ok 1, or 0 with e->load_err), -1 on
- * ENOMEM. For a strict lock a fresh load happens before every call (never
+ * ENOMEM, LOCKREG_FULL when LOCKREG_QUEUE_MAX requests already wait. For a strict lock a fresh load happens before every call (never
  * 1). Without jobs (unit tests) what is loaded is used as it is. */
 typedef void (*lockreg_loaded_fn)(struct lockreg_entry *e, int ok, void *arg);
 int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_loaded_fn cb,

@@ -228,6 +228,33 @@ static void test_newer_epoch_waits_for_a_later_load(void **state)
 	assert_int_equal(w->e->st->requests - before, 4); /* two loads */
 }
 
+/* Issue 7, item 6: the requests waiting on one lock are bounded; the one
+ * over the bound is told so at once (the caller answers 503 SlowDown). */
+static void test_waiting_is_bounded(void **state)
+{
+	struct world *w = *state;
+	struct wait *ws = calloc(LOCKREG_QUEUE_MAX, sizeof(*ws));
+	struct wait **all = calloc(LOCKREG_QUEUE_MAX, sizeof(*all));
+	struct wait extra = {0};
+
+	assert_non_null(ws);
+	assert_non_null(all);
+	acquire(w, 1);
+	for (size_t i = 0; i < LOCKREG_QUEUE_MAX; i++) {
+		all[i] = &ws[i];
+		assert_int_equal(lockreg_when_current(w->reg, w->e, false, waited, &ws[i]), 0);
+	}
+	assert_int_equal(lockreg_when_current(w->reg, w->e, false, waited, &extra),
+			 LOCKREG_FULL);
+	run_until(w, all, LOCKREG_QUEUE_MAX);
+	assert_int_equal(extra.called, 0);
+	assert_int_equal(w->e->n_waiters, 0);
+	/* answered: room again */
+	assert_int_equal(lockreg_when_current(w->reg, w->e, false, waited, &extra), 1);
+	free(all);
+	free(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +262,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_waits_share_one_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_epoch_waits_for_a_later_load, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_waiting_is_bounded, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
