@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "lockkey.h"
+#include "objcas.h"
 #include "ops/log.h"
 #include "policy/policy.h"
 #include "s3/s3req.h"
@@ -203,71 +204,79 @@ static enum proxy_action reply_stale_object(struct freq *fr, uint64_t object_epo
 	return fencing_reply_error(fr, 409, "FencingTokenStale", msg, true, fr->lock->high_water);
 }
 
+/* The CAS step objcas.h chose, carried out. */
+static enum proxy_action cas_act(struct freq *fr, const struct objcas_step *st, int after_response)
+{
+	enum proxy_action fwd = after_response ? PROXY_FORWARD : PROXY_PASS;
+	char msg[320];
+
+	switch (st->action) {
+	case OBJCAS_IF_MATCH:
+		return forward_if_match(fr, st->etag, st->ours) == PROXY_PASS ? fwd : PROXY_HANDLED;
+	case OBJCAS_IF_ABSENT:
+		return forward_if_absent(fr, st->ours) == PROXY_PASS ? fwd : PROXY_HANDLED;
+	case OBJCAS_HEAD:
+		return start_head(fr, after_response);
+	case OBJCAS_GONE:
+		proxy_req_reply(fr->req, 204, NULL, NULL, NULL, 0);
+		return PROXY_HANDLED;
+	case OBJCAS_STALE:
+		return reply_stale_object(fr, fr->head_epoch);
+	case OBJCAS_NO_SUCH_KEY:
+		return fencing_reply_error(fr, 404, "NoSuchKey", "If-Match: the object does not exist",
+					   false, 0);
+	case OBJCAS_PRECONDITION:
+		return fencing_reply_error(fr, 412, "PreconditionFailed",
+					   "If-Match does not match the object's ETag", false, 0);
+	case OBJCAS_GIVE_UP:
+		return fencing_reply_error(fr, 503, "SlowDown",
+					   "the object kept changing under the write; retry", false, 0);
+	case OBJCAS_HEAD_FAILED:
+		snprintf(msg, sizeof(msg), "cannot read the object's version: %s", fr->head_err);
+		return fencing_reply_error(fr, 503, "SlowDown", msg, false, 0);
+	}
+	return fencing_reply_error(fr, 500, "InternalError", "object CAS", false, 0);
+}
+
+static void cas_input(struct freq *fr, struct objcas_in *in, int after_response)
+{
+	memset(in, 0, sizeof(*in));
+	in->is_delete = fr->kind == S3_OBJECT_DELETE;
+	in->client_inm = fr->client_inm;
+	in->client_if_match = fr->client_if_match;
+	in->cached = fr->cache_hit ? &fr->cached : NULL;
+	in->epoch = fr->epoch;
+	in->head_found = fr->head_found;
+	in->head_etag = fr->head_etag;
+	in->head_epoch = fr->head_epoch;
+	in->after_race = after_response;
+	in->resends = fr->cas_resends;
+	in->max_resends = fr->f->max_cas_retries;
+	in->can_resend = proxy_req_can_resend(fr->req);
+}
+
 enum proxy_action fencing_step_cas(struct freq *fr)
 {
-	const struct objcache_entry *ce = &fr->cached;
-	int hit = fr->cache_hit; /* looked up by step_decide just before */
+	struct objcas_in in;
+	struct objcas_step st;
 
-	if (fr->client_inm)
-		return forward_if_absent(fr, false); /* create only: S3 checks it */
-	if (fr->client_if_match[0]) {
-		if (hit && strcmp(ce->etag, fr->client_if_match) == 0)
-			return forward_if_match(fr, fr->client_if_match, false);
-		return start_head(fr, 0);
-	}
-	if (hit)
-		return forward_if_match(fr, ce->etag, true);
-	return start_head(fr, 0);
+	cas_input(fr, &in, 0); /* the cache was looked up by step_decide */
+	objcas_first(&in, &st);
+	return cas_act(fr, &st, 0);
 }
 
 static enum proxy_action cas_after_head(struct freq *fr, int after_response)
 {
-	struct fencing *f = fr->f;
+	struct objcas_in in;
+	struct objcas_step st;
 
-	if (fr->head_found < 0) {
-		char msg[320];
-
-		snprintf(msg, sizeof(msg), "cannot read the object's version: %s", fr->head_err);
-		return fencing_reply_error(fr, 503, "SlowDown", msg, false, 0);
-	}
-	if (fr->head_found && fr->head_epoch > fr->epoch)
-		return reply_stale_object(fr, fr->head_epoch);
-	if (fr->head_found)
-		objcache_put(f->objects, fr->bucket, fr->key, fr->head_etag, fr->head_epoch);
-	if (after_response) {
-		if (!fr->head_found && fr->kind == S3_OBJECT_DELETE) {
-			proxy_req_reply(fr->req, 204, NULL, NULL, NULL, 0);
-			return PROXY_HANDLED;
-		}
-		if (fr->cas_resends >= f->max_cas_retries || !proxy_req_can_resend(fr->req))
-			return fencing_reply_error(fr, 503, "SlowDown",
-					   "the object kept changing under the write; retry", false, 0);
+	cas_input(fr, &in, after_response);
+	objcas_after_head(&in, &st);
+	if (fr->head_found > 0 && st.action != OBJCAS_STALE)
+		objcache_put(fr->f->objects, fr->bucket, fr->key, fr->head_etag, fr->head_epoch);
+	if (after_response && (st.action == OBJCAS_IF_MATCH || st.action == OBJCAS_IF_ABSENT))
 		fr->cas_resends++;
-	}
-	if (fr->client_if_match[0]) {
-		if (!fr->head_found)
-			return fencing_reply_error(fr, 404, "NoSuchKey",
-					   "If-Match: the object does not exist", false, 0);
-		if (strcmp(fr->head_etag, fr->client_if_match) != 0)
-			return fencing_reply_error(fr, 412, "PreconditionFailed",
-					   "If-Match does not match the object's ETag", false, 0);
-		return forward_if_match(fr, fr->client_if_match, false) == PROXY_PASS
-		       ? (after_response ? PROXY_FORWARD : PROXY_PASS) : PROXY_HANDLED;
-	}
-	if (!fr->head_found) {
-		if (fr->kind == S3_OBJECT_DELETE) {
-			/* S3 answers 204 to a DELETE of a missing key; an
-			 * unconditional DELETE could remove an object a newer
-			 * epoch creates meanwhile, so answer it here */
-			proxy_req_reply(fr->req, 204, NULL, NULL, NULL, 0);
-			return PROXY_HANDLED;
-		}
-		if (forward_if_absent(fr, true) != PROXY_PASS)
-			return PROXY_HANDLED;
-	} else if (forward_if_match(fr, fr->head_etag, true) != PROXY_PASS) {
-		return PROXY_HANDLED;
-	}
-	return after_response ? PROXY_FORWARD : PROXY_PASS;
+	return cas_act(fr, &st, after_response);
 }
 
 /* ---- the upstream answer ------------------------------------------------ */
@@ -403,14 +412,16 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 	if (!fr->key || !fencing_kind_has_object_cas(fr->kind))
 		return PROXY_RESP_RELAY;
 	objcache_invalidate(f->objects, fr->bucket, fr->key);
-	if (status == 404 && fr->kind == S3_OBJECT_DELETE && fr->our_condition) {
-		/* the object vanished under our If-Match: deleted is deleted */
+	switch (objcas_on_answer(status, fr->our_condition, fr->cond_if_match,
+				 fr->kind == S3_OBJECT_DELETE)) {
+	case OBJCAS_RELAY:
+		return PROXY_RESP_RELAY;
+	case OBJCAS_DELETED:
 		proxy_req_reply(req, 204, NULL, NULL, NULL, 0);
 		return PROXY_RESP_REPLACED;
+	case OBJCAS_RACE:
+		break;
 	}
-	if (!fr->our_condition ||
-	    !(status == 412 || status == 409 || (status == 404 && fr->cond_if_match)))
-		return PROXY_RESP_RELAY; /* the client's own condition, or no race */
 	/* our condition lost a race: someone changed the object since we
 	 * decided. Re-read the lock first (a newer epoch may have rewritten
 	 * it with the same bytes, so its ETag proves nothing, or deleted
