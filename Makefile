@@ -57,6 +57,7 @@ CORE_SRC   := $(POLICY_SRC) $(PROXY_SRC)
 UNIT_SRC   := $(wildcard tests/unit/*/test_*.c)
 ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+SIM_SRC    := $(wildcard tests/sim/sim*.c)
 HEADERS    := $(wildcard wire/*.h lock/*.h policy/*.h proxy/*.h $(addsuffix /*.h,$(PROXY_DIRS)))
 
 LOCK_OBJ   := $(LOCK_SRC:%.c=$(O)/build/obj/%.o)
@@ -65,13 +66,15 @@ SAN_OBJ    := $(LOCK_SRC:%.c=$(O)/build/san/%.o) $(CORE_SRC:%.c=$(O)/build/san/%
 UNIT_BIN   := $(addprefix $(O)/build/test/,$(notdir $(UNIT_SRC:.c=)))
 ITEST_BIN  := $(ITEST_SRC:tests/integration/%.c=$(O)/build/test/%)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/build/fuzz/%)
+SIM_BIN    := $(O)/build/test/sim
+SEEDS      ?= 100000
 
 PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 
 # keep sanitizer objects between runs (they are prerequisites of pattern rules)
 .SECONDARY:
 
-.PHONY: FORCE all deps deps-test deps-bench run test layering unit integration bench fuzz fuzz-smoke lint \
+.PHONY: FORCE all deps deps-test deps-bench run test layering unit integration bench fuzz fuzz-smoke lint sim sim-smoke \
 	install uninstall clean help
 all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(O)/lib/libfencelock.pc \
 	$(O)/build/fencegate.service
@@ -135,6 +138,28 @@ $(O)/build/test/itest_%: tests/integration/itest_%.c $(SAN_OBJ) $(HEADERS) | dep
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) -O1 -g $(SAN) -o $@ $< $(SAN_OBJ) \
 		$$($(PKG_CONFIG) --cflags --libs cmocka) $(LIBS)
 
+# the deterministic simulation (tests/sim/sim.h): optimized, not sanitized,
+# so that many schedules run; `make sim SEEDS=N`
+$(SIM_BIN): $(SIM_SRC) tests/sim/sim.h $(LOCK_OBJ) $(CORE_OBJ) $(HEADERS) | deps
+	@mkdir -p $(dir $@)
+	$(E) LD $@
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS) -o $@ $(SIM_SRC) $(LOCK_OBJ) $(CORE_OBJ) $(LIBS)
+
+sim: $(SIM_BIN)
+	$(Q)$(SIM_BIN) --seeds $(SEEDS)
+	$(Q)$(SIM_BIN) --seeds $(SEEDS) --mode s3 --identical
+
+# what make test runs: a bounded number of schedules of the final logic, and
+# the checker shown to catch issue 7's old logic and an unfenced control
+sim-smoke: $(SIM_BIN)
+	$(Q)$(SIM_BIN) --seeds 2000
+	$(Q)$(SIM_BIN) --seeds 2000 --mode s3 --identical
+	$(Q)for old in "--mode s3 --old-idle" "--mode s3 --old-renew" \
+		"--mode s3 --identical --old-cas" "--mode http --old-barrier" "--mode s3 --unfenced"; do \
+		out=$$($(SIM_BIN) --seeds 3000 $$old --expect-violations) || \
+		{ echo "sim: the checker did not catch $$old"; exit 1; }; \
+		echo "$$out" | sed -n 2p | sed "s/^sim:/sim $$old:/"; done
+
 # fuzz targets share one instrumented build of the sources
 FUZZ_OBJ   := $(LOCK_SRC:%.c=$(O)/build/fuzzobj/%.o) $(CORE_SRC:%.c=$(O)/build/fuzzobj/%.o)
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined
@@ -159,7 +184,7 @@ run: all
 	@echo "  curl -i -X PUT --data-binary v1 -H 'X-Fencing-Token: 1' http://127.0.0.1:8080/demo-bucket/a.txt"
 	$(Q)exec $(O)/bin/fencegate --listen 127.0.0.1:8080 --data ./fencegate-data
 
-test: all deps-test layering unit fuzz-smoke integration
+test: all deps-test layering unit sim-smoke fuzz-smoke integration
 
 layering:
 	$(Q)tests/layering.sh
