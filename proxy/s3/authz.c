@@ -1,5 +1,5 @@
 /* authz.c — authentication and permissions on the request path (see
- * authz.h): SigV4 (S3 mode) or bearer tokens (HTTP mode) against the
+ * authz.h): SigV4 or SigV2 (S3 mode) or bearer tokens (HTTP mode) against the
  * policy's clients, then read / write / lock permission by path prefix,
  * then the body filter that verifies a signed payload or decodes aws-chunked.
  * It never forwards, fences or touches the store: refusals are answered
@@ -472,8 +472,8 @@ static enum proxy_action on_s3(struct authz *a, const struct policy *pol, struct
 	if (check_access(a, pol, c, req, dpath) < 0)
 		goto out;
 	if (c)
-		log_debug("request \"%s\": client \"%s\" (%s)", proxy_req_id(req), c->name,
-			  auth_payload_name(res.payload));
+		log_debug("request \"%s\": client \"%s\" (%s%s)", proxy_req_id(req), c->name,
+			  res.sigv2 ? "sigv2, " : "", auth_payload_name(res.payload));
 	if (c && install_body_check(a, req, &res) < 0)
 		goto out;
 	act = PROXY_PASS;
