@@ -23,9 +23,6 @@
 #include "wire/method.h"
 #include "wire/sigv4.h"
 
-#define MSG_MISMATCH "The request signature we calculated does not match the " \
-	"signature you provided. Check your key and signing method."
-
 void auth_set_error(struct auth_error *e, int status, const char *code,
 		    const char *fmt, ...)
 {
@@ -319,7 +316,7 @@ void auth_verify_signature(const struct auth_request *req, const struct sigparam
 	if (sigv4_canonical_request(&sreq, &canonical, &signed_list)) {
 		/* malformed path or query escapes (ENOMEM is indistinguishable
 		 * here and far less likely) */
-		reject(out, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
+		reject(out, 403, "SignatureDoesNotMatch", AUTH_MSG_MISMATCH);
 		goto out;
 	}
 	scope = sigv4_scope(out->amz_date, sp->region, sp->service);
@@ -331,7 +328,7 @@ void auth_verify_signature(const struct auth_request *req, const struct sigparam
 	sigv4_signing_key(secret, sp->date8, sp->region, sp->service, out->signing_key);
 	sigv4_signature(out->signing_key, sts, expect);
 	if (!sigv4_signature_equal(expect, sp->signature)) {
-		reject(out, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
+		reject(out, 403, "SignatureDoesNotMatch", AUTH_MSG_MISMATCH);
 		goto out;
 	}
 	memcpy(out->scope, scope, strlen(scope) + 1);

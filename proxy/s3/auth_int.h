@@ -19,6 +19,10 @@ struct front_hdrs;
 
 #define AUTH_SIGNED_MAX 64   /* names in SignedHeaders */
 
+/* S3's SignatureDoesNotMatch message, for every signature version. */
+#define AUTH_MSG_MISMATCH "The request signature we calculated does not match the " \
+	"signature you provided. Check your key and signing method."
+
 /* Marks out rejected; returns nothing so callers can `reject(...); goto out;`. */
 #define reject(out, status, code, ...) do { \
 		(out)->verdict = AUTH_REJECTED; \

@@ -26,9 +26,6 @@
 #include "wire/pct.h"
 #include "wire/sigv2.h"
 
-#define MSG_MISMATCH "The request signature we calculated does not match the " \
-	"signature you provided. Check your key and signing method."
-
 static const char *const v2_names[V2Q_COUNT] = { "AWSAccessKeyId", "Signature", "Expires" };
 
 void auth_v2_query_free(struct v2_query *q)
@@ -163,12 +160,12 @@ static void v2_verify(const struct auth_request *req, const char *access_key,
 	};
 	if (sigv2_string_to_sign(&sreq, &sts) < 0) {
 		/* a bad escape in a sub-resource (ENOMEM is far less likely) */
-		reject(out, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
+		reject(out, 403, "SignatureDoesNotMatch", AUTH_MSG_MISMATCH);
 		goto out;
 	}
 	sigv2_signature(secret, sts, expect);
 	if (!sigv2_signature_equal(expect, signature)) {
-		reject(out, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
+		reject(out, 403, "SignatureDoesNotMatch", AUTH_MSG_MISMATCH);
 		goto out;
 	}
 	out->verdict = AUTH_VERIFIED;

@@ -162,6 +162,18 @@ def expect_client_error(fn, code, status):
     raise AssertionError("expected %s, the request succeeded" % code)
 
 
+def s3cmd_config(path, creds, port, signature_v2=False):
+    """Writes an s3cmd config for the proxy on 127.0.0.1:port (http,
+    path-style) to path; returns path."""
+    host = "127.0.0.1:%d" % port
+    with open(path, "w") as f:
+        f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\n"
+                "host_bucket = %s\nuse_https = False\nsignature_v2 = %s\n"
+                "bucket_location = us-east-1\n" % (creds[0], creds[1], host, host,
+                                                    signature_v2))
+    return path
+
+
 def cli_env(g, creds):
     env = dict(os.environ)
     env.update(AWS_ACCESS_KEY_ID=creds[0], AWS_SECRET_ACCESS_KEY=creds[1],
@@ -236,12 +248,7 @@ def t_s3cmd(g):
         raise AssertionError("s3cmd is not installed (deploy/install-deps.sh test)")
     d = tempfile.mkdtemp()
     try:
-        cfg = os.path.join(d, "s3cfg")
-        host = "127.0.0.1:%d" % g.port
-        with open(cfg, "w") as f:
-            f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\n"
-                    "host_bucket = %s\nuse_https = False\nsignature_v2 = False\n"
-                    "bucket_location = us-east-1\n" % (WRITER[0], WRITER[1], host, host))
+        cfg = s3cmd_config(os.path.join(d, "s3cfg"), WRITER, g.port)
         src = os.path.join(d, "in.txt")
         with open(src, "wb") as f:
             f.write(b"s3cmd payload " * 1000)

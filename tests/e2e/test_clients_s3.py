@@ -19,8 +19,10 @@ import tempfile
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import run  # noqa: E402
+from test_auth import s3cmd_config  # noqa: E402
 
 FBUCKET = "clients-fenced"
 UBUCKET = "clients-unfenced"
@@ -116,12 +118,7 @@ def content(n, tag):
 # ---- s3cmd ------------------------------------------------------------------
 
 def s3cmd(s, g, *args):
-    cfg = s.dir.path + "/s3cfg-%d" % g.port
-    host = "127.0.0.1:%d" % g.port
-    with open(cfg, "w") as f:
-        f.write("[default]\naccess_key = test\nsecret_key = test\nhost_base = %s\n"
-                "host_bucket = %s\nuse_https = False\nsignature_v2 = False\n"
-                "bucket_location = us-east-1\n" % (host, host))
+    cfg = s3cmd_config(os.path.join(s.dir.path, "s3cfg-%d" % g.port), ("test", "test"), g.port)
     return run(["s3cmd", "-c", cfg, "--no-check-md5", "--no-mime-magic"] + list(args),
                timeout=120)
 

@@ -22,7 +22,8 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Runner, run  # noqa: E402
-from test_auth import BUCKET, READER, WRITER, Gate, expect_client_error, raw, s3_code  # noqa: E402
+from test_auth import (BUCKET, READER, WRITER, Gate, expect_client_error, raw,  # noqa: E402
+                       s3_code, s3cmd_config)
 
 
 def v2_client(g, creds):
@@ -214,12 +215,7 @@ def t_s3cmd_v2(g):
         raise AssertionError("s3cmd is not installed (deploy/install-deps.sh test)")
     d = tempfile.mkdtemp()
     try:
-        cfg = os.path.join(d, "s3cfg")
-        host = "127.0.0.1:%d" % g.port
-        with open(cfg, "w") as f:
-            f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\n"
-                    "host_bucket = %s\nuse_https = False\nsignature_v2 = True\n"
-                    "bucket_location = us-east-1\n" % (WRITER[0], WRITER[1], host, host))
+        cfg = s3cmd_config(os.path.join(d, "s3cfg"), WRITER, g.port, signature_v2=True)
         src = os.path.join(d, "in.txt")
         with open(src, "wb") as f:
             f.write(b"s3cmd v2 payload " * 1000)

@@ -38,44 +38,23 @@ static const char *lookup(void *arg, const char *access_key)
 	return NULL;
 }
 
-struct treq {
-	const char *method;
-	const char *path;
-	char query[512];
-	struct front_hdrs h;
-};
+#include "authtest.h"
 
-static void add(struct treq *r, const char *name, const char *value)
+static char qbuf[512];  /* the query of the request under test */
+
+/* An empty request under test whose query is qbuf. */
+static void treq_init(struct treq *r, const char *method, const char *path)
 {
-	assert_int_equal(front_hdrs_add(&r->h, name, value), 0);
+	memset(r, 0, sizeof(*r));
+	r->method = method;
+	r->path = path;
+	qbuf[0] = '\0';
+	r->query = qbuf;
 }
 
-static void verify_at(struct treq *r, time_t now, struct auth_result *out)
+static void expect_v2(struct treq *r, time_t now, struct auth_result *out)
 {
-	struct auth_request req = { r->method, r->path, r->query, &r->h, NULL };
-
-	auth_verify_head(&req, lookup, NULL, now, out);
-}
-
-static void expect_reject(struct treq *r, time_t now, int status, const char *code)
-{
-	struct auth_result out;
-
-	verify_at(r, now, &out);
-	if (out.verdict != AUTH_REJECTED)
-		fail_msg("accepted; wanted %d %s", status, code);
-	if (out.err.status != status || strcmp(out.err.code, code) != 0)
-		fail_msg("got %d %s (%s); wanted %d %s", out.err.status, out.err.code,
-			 out.err.message, status, code);
-	auth_result_clear(&out);
-}
-
-static void expect_ok(struct treq *r, time_t now, struct auth_result *out)
-{
-	verify_at(r, now, out);
-	if (out->verdict != AUTH_VERIFIED)
-		fail_msg("rejected: %d %s (%s)", out->err.status,
-			 out->err.code ? out->err.code : "-", out->err.message);
+	expect_ok(r, now, out);
 	assert_int_equal(out->sigv2, 1);
 }
 
@@ -118,16 +97,13 @@ static void presign(struct treq *r, const char *key, const char *secret, long lo
 		o += (size_t)(*c == '+' || *c == '/' || *c == '=' ?
 			      snprintf(enc + o, sizeof(enc) - o, "%%%02X", (unsigned char)*c) :
 			      snprintf(enc + o, sizeof(enc) - o, "%c", *c));
-	snprintf(r->query + strlen(r->query), sizeof(r->query) - strlen(r->query),
-		 "%sAWSAccessKeyId=%s&Expires=%s&Signature=%s", r->query[0] ? "&" : "", key, exp,
-		 enc);
+	snprintf(qbuf + strlen(qbuf), sizeof(qbuf) - strlen(qbuf),
+		 "%sAWSAccessKeyId=%s&Expires=%s&Signature=%s", qbuf[0] ? "&" : "", key, exp, enc);
 }
 
 static void worker_put(struct treq *r)
 {
-	memset(r, 0, sizeof(*r));
-	r->method = "PUT";
-	r->path = "/acme-billing/invoices/a%20b%2Bc.json";
+	treq_init(r, "PUT", "/acme-billing/invoices/a%20b%2Bc.json");
 	add(r, "Host", "127.0.0.1:8080");
 	add(r, "Date", NOW_PLUS0);
 	add(r, "Content-Type", "application/json");
@@ -136,24 +112,20 @@ static void worker_put(struct treq *r)
 	sign_header(r, WORKER_KEY, WORKER_SECRET);
 }
 
-static void treq_free(struct treq *r)
-{
-	front_hdrs_clear(&r->h);
-}
-
 /* ---- the guide's path-style examples ---------------------------------------- */
 
 static void test_doc_examples(void **state)
 {
-	struct treq r = { "GET", "/", "", { 0 } };
+	struct treq r;
 	struct auth_result out;
 
 	(void)state;
 	/* List all my buckets, at its own date (Wed, 28 Mar 2007 01:29:59) */
+	treq_init(&r, "GET", "/");
 	add(&r, "Host", "s3.us-west-1.amazonaws.com");
 	add(&r, "Date", "Wed, 28 Mar 2007 01:29:59 +0000");
 	add(&r, "Authorization", "AWS " DOC_KEY ":qGdzdERIC03wnaRNKh6OqZehG9s=");
-	expect_ok(&r, 1175045399, &out);
+	expect_v2(&r, 1175045399, &out);
 	assert_string_equal(out.access_key, DOC_KEY);
 	assert_int_equal(out.presigned, 0);
 	assert_int_equal(out.payload, AUTH_PAYLOAD_UNSIGNED);
@@ -161,20 +133,16 @@ static void test_doc_examples(void **state)
 	expect_reject(&r, 1175045399 + 3600, 403, "RequestTimeTooSkewed");
 	treq_free(&r);
 	/* Unicode keys: the path is signed as sent, escapes and case kept */
-	memset(&r, 0, sizeof(r));
-	r.method = "GET";
-	r.path = "/dictionary/fran%C3%A7ais/pr%c3%a9f%c3%a8re";
+	treq_init(&r, "GET", "/dictionary/fran%C3%A7ais/pr%c3%a9f%c3%a8re");
 	add(&r, "Host", "s3.us-west-1.amazonaws.com");
 	add(&r, "Date", "Wed, 28 Mar 2007 01:49:49 +0000");
 	add(&r, "Authorization", "AWS " DOC_KEY ":DNEZGsoieTZ92F3bUfSPQcbGmlM=");
-	expect_ok(&r, 1175046589, &out);
+	expect_v2(&r, 1175046589, &out);
 	r.path = "/dictionary/fran%c3%a7ais/pr%c3%a9f%c3%a8re";
 	expect_reject(&r, 1175046589, 403, "SignatureDoesNotMatch");
 	treq_free(&r);
 	/* Delete with x-amz-date, signed by the rule (README of the data) */
-	memset(&r, 0, sizeof(r));
-	r.method = "DELETE";
-	r.path = "/johnsmith/photos/puppy.jpg";
+	treq_init(&r, "DELETE", "/johnsmith/photos/puppy.jpg");
 	add(&r, "User-Agent", "dotnet");
 	add(&r, "Host", "s3.amazonaws.com");
 	add(&r, "Date", "Tue, 27 Mar 2007 21:20:27 +0000");
@@ -194,72 +162,69 @@ static void test_roundtrip_header(void **state)
 
 	(void)state;
 	worker_put(&r);
-	expect_ok(&r, NOW, &out);
+	expect_v2(&r, NOW, &out);
 	assert_string_equal(out.access_key, WORKER_KEY);
 	/* within the skew, either side */
-	expect_ok(&r, NOW + 899, &out);
-	expect_ok(&r, NOW - 899, &out);
+	expect_v2(&r, NOW + 899, &out);
+	expect_v2(&r, NOW - 899, &out);
 	expect_reject(&r, NOW + 901, 403, "RequestTimeTooSkewed");
 	expect_reject(&r, NOW - 901, 403, "RequestTimeTooSkewed");
 	treq_free(&r);
 	/* GMT form and x-amz-date (which wins over a wrong Date) */
-	memset(&r, 0, sizeof(r));
-	r.method = "GET";
-	r.path = "/acme-billing/invoices/a";
-	snprintf(r.query, sizeof(r.query), "versionId=3&response-content-type=text%%2Fplain");
+	treq_init(&r, "GET", "/acme-billing/invoices/a");
+	snprintf(qbuf, sizeof(qbuf), "versionId=3&response-content-type=text%%2Fplain");
 	add(&r, "Date", "Mon, 01 Jan 2001 00:00:00 GMT");
 	add(&r, "X-Amz-Date", NOW_HTTP);
 	sign_header(&r, WORKER_KEY, WORKER_SECRET);
-	expect_ok(&r, NOW, &out);
+	expect_v2(&r, NOW, &out);
 	/* a changed sub-resource is a different request */
-	snprintf(r.query, sizeof(r.query), "versionId=4&response-content-type=text%%2Fplain");
+	snprintf(qbuf, sizeof(qbuf), "versionId=4&response-content-type=text%%2Fplain");
 	expect_reject(&r, NOW, 403, "SignatureDoesNotMatch");
 	/* a parameter that is not a sub-resource is not signed */
-	snprintf(r.query, sizeof(r.query), "versionId=3&response-content-type=text%%2Fplain&x-id=G");
-	expect_ok(&r, NOW, &out);
+	snprintf(qbuf, sizeof(qbuf), "versionId=3&response-content-type=text%%2Fplain&x-id=G");
+	expect_v2(&r, NOW, &out);
 	treq_free(&r);
 }
 
 static void test_roundtrip_presign(void **state)
 {
-	struct treq r = { "GET", "/acme-billing/invoices/report.pdf", "", { 0 } };
+	struct treq r;
 	struct auth_result out;
 
 	(void)state;
+	treq_init(&r, "GET", "/acme-billing/invoices/report.pdf");
 	add(&r, "Host", "127.0.0.1:8080");
 	presign(&r, WORKER_KEY, WORKER_SECRET, NOW + 3600);
-	expect_ok(&r, NOW, &out);
+	expect_v2(&r, NOW, &out);
 	assert_int_equal(out.presigned, 1);
 	assert_string_equal(out.access_key, WORKER_KEY);
-	expect_ok(&r, NOW + 3600, &out);
+	expect_v2(&r, NOW + 3600, &out);
 	expect_reject(&r, NOW + 3601, 403, "AccessDenied");  /* expired */
 	/* the Date header plays no part in a presigned request */
 	add(&r, "Date", "Mon, 01 Jan 2001 00:00:00 GMT");
-	expect_ok(&r, NOW, &out);
+	expect_v2(&r, NOW, &out);
 	/* tampered: another key, another expiry */
 	r.path = "/acme-billing/invoices/other.pdf";
 	expect_reject(&r, NOW, 403, "SignatureDoesNotMatch");
 	r.path = "/acme-billing/invoices/report.pdf";
-	*strstr(r.query, "Expires=") = '\0';
-	strcat(r.query, "Expires=1700007200&Signature=x");
+	*strstr(qbuf, "Expires=") = '\0';
+	strcat(qbuf, "Expires=1700007200&Signature=x");
 	expect_reject(&r, NOW, 400, "AuthorizationQueryParametersError");
 	treq_free(&r);
 	/* a raw '+' in the Signature (not %-encoded) still verifies */
-	memset(&r, 0, sizeof(r));
-	r.method = "GET";
-	r.path = "/b/k";
+	treq_init(&r, "GET", "/b/k");
 	for (int i = 0; i < 64; i++) {
 		char sig[SIGV2_SIGNATURE_LEN + 1], exp[24];
 
 		snprintf(exp, sizeof(exp), "%lld", (long long)NOW + 60 + i);
-		r.query[0] = '\0';
+		qbuf[0] = '\0';
 		signature_of(&r, WORKER_SECRET, exp, sig);
 		if (!strchr(sig, '+'))
 			continue;
-		snprintf(r.query, sizeof(r.query), "AWSAccessKeyId=%s&Expires=%s&Signature=%s",
+		snprintf(qbuf, sizeof(qbuf), "AWSAccessKeyId=%s&Expires=%s&Signature=%s",
 			 WORKER_KEY, exp, sig);
 		/* '=' padding unencoded is a value byte too */
-		expect_ok(&r, NOW, &out);
+		expect_v2(&r, NOW, &out);
 		break;
 	}
 	treq_free(&r);
@@ -289,9 +254,7 @@ static void test_keys_and_tampering(void **state)
 	expect_reject(&r, NOW, 403, "SignatureDoesNotMatch");
 	treq_free(&r);
 	/* wrong secret, unknown key */
-	memset(&r, 0, sizeof(r));
-	r.method = "GET";
-	r.path = "/b/k";
+	treq_init(&r, "GET", "/b/k");
 	add(&r, "Date", NOW_PLUS0);
 	sign_header(&r, WORKER_KEY, "not the secret");
 	expect_reject(&r, NOW, 403, "SignatureDoesNotMatch");
@@ -309,10 +272,11 @@ static void test_malformed(void **state)
 		"AWS " WORKER_KEY ":qGdzdERIC03wnaRNKh6OqZehG9s==",
 		"AWS a b:qGdzdERIC03wnaRNKh6OqZehG9s=",
 	};
-	struct treq r = { "GET", "/b/k", "", { 0 } };
+	struct treq r;
 	struct auth_result out;
 
 	(void)state;
+	treq_init(&r, "GET", "/b/k");
 	add(&r, "Date", NOW_PLUS0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		front_hdrs_set(&r.h, "Authorization", bad[i]);
@@ -333,33 +297,31 @@ static void test_malformed(void **state)
 	front_hdrs_set(&r.h, "Date", "Tue, 14 Nov 2023 23:13:20 +0100");
 	front_hdrs_del(&r.h, "Authorization");
 	sign_header(&r, WORKER_KEY, WORKER_SECRET);
-	expect_ok(&r, NOW, &out);
+	expect_v2(&r, NOW, &out);
 	/* header and query together */
-	snprintf(r.query, sizeof(r.query), "AWSAccessKeyId=%s&Expires=1700003600&Signature=x",
+	snprintf(qbuf, sizeof(qbuf), "AWSAccessKeyId=%s&Expires=1700003600&Signature=x",
 		 WORKER_KEY);
 	expect_reject(&r, NOW, 400, "InvalidArgument");
 	treq_free(&r);
 	/* SigV2 and SigV4 query together; incomplete or bad query */
-	memset(&r, 0, sizeof(r));
-	r.method = "GET";
-	r.path = "/b/k";
-	snprintf(r.query, sizeof(r.query), "AWSAccessKeyId=A&Expires=1&Signature=s&"
+	treq_init(&r, "GET", "/b/k");
+	snprintf(qbuf, sizeof(qbuf), "AWSAccessKeyId=A&Expires=1&Signature=s&"
 		 "X-Amz-Algorithm=AWS4-HMAC-SHA256");
 	expect_reject(&r, NOW, 400, "InvalidArgument");
-	snprintf(r.query, sizeof(r.query), "AWSAccessKeyId=%s&Signature=x", WORKER_KEY);
+	snprintf(qbuf, sizeof(qbuf), "AWSAccessKeyId=%s&Signature=x", WORKER_KEY);
 	expect_reject(&r, NOW, 400, "AuthorizationQueryParametersError");
-	snprintf(r.query, sizeof(r.query), "AWSAccessKeyId=A&AWSAccessKeyId=B&Expires=1&Signature=s");
+	snprintf(qbuf, sizeof(qbuf), "AWSAccessKeyId=A&AWSAccessKeyId=B&Expires=1&Signature=s");
 	expect_reject(&r, NOW, 400, "AuthorizationQueryParametersError");
-	snprintf(r.query, sizeof(r.query), "AWSAccessKeyId=A&Expires=1&Signature=%%zz");
+	snprintf(qbuf, sizeof(qbuf), "AWSAccessKeyId=A&Expires=1&Signature=%%zz");
 	expect_reject(&r, NOW, 400, "AuthorizationQueryParametersError");
-	r.query[0] = '\0';
+	qbuf[0] = '\0';
 	presign(&r, WORKER_KEY, WORKER_SECRET, NOW + 8 * 86400);   /* too far ahead */
 	expect_reject(&r, NOW, 400, "AuthorizationQueryParametersError");
-	r.query[0] = '\0';
-	strcpy(r.query, "AWSAccessKeyId=" WORKER_KEY "&Expires=-5&Signature=qGdzdERIC03wnaRNKh6OqZehG9s%3D");
+	qbuf[0] = '\0';
+	strcpy(qbuf, "AWSAccessKeyId=" WORKER_KEY "&Expires=-5&Signature=qGdzdERIC03wnaRNKh6OqZehG9s%3D");
 	expect_reject(&r, NOW, 400, "AuthorizationQueryParametersError");
 	/* Expires alone is an ordinary parameter: anonymous */
-	strcpy(r.query, "Expires=1");
+	strcpy(qbuf, "Expires=1");
 	verify_at(&r, NOW, &out);
 	assert_int_equal(out.verdict, AUTH_ANONYMOUS);
 	treq_free(&r);
@@ -378,9 +340,7 @@ static void test_fencing_headers_on_writes(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(fencing) / sizeof(fencing[0]); i++) {
-		memset(&r, 0, sizeof(r));
-		r.method = i % 2 ? "DELETE" : "PUT";
-		r.path = "/acme-billing/invoices/a";
+		treq_init(&r, i % 2 ? "DELETE" : "PUT", "/acme-billing/invoices/a");
 		add(&r, "Date", NOW_PLUS0);
 		add(&r, fencing[i][0], fencing[i][1]);
 		sign_header(&r, WORKER_KEY, WORKER_SECRET);  /* valid over what V2 signs */
@@ -393,13 +353,11 @@ static void test_fencing_headers_on_writes(void **state)
 		r.method = "GET";
 		front_hdrs_del(&r.h, "Authorization");
 		sign_header(&r, WORKER_KEY, WORKER_SECRET);
-		expect_ok(&r, NOW, &out);
+		expect_v2(&r, NOW, &out);
 		treq_free(&r);
 	}
 	/* presigned writes too */
-	memset(&r, 0, sizeof(r));
-	r.method = "PUT";
-	r.path = "/acme-billing/invoices/a";
+	treq_init(&r, "PUT", "/acme-billing/invoices/a");
 	add(&r, "X-Fencing-Token", "7");
 	presign(&r, WORKER_KEY, WORKER_SECRET, NOW + 60);
 	expect_reject(&r, NOW, 403, "AccessDenied");
@@ -413,15 +371,13 @@ static void test_payload(void **state)
 
 	(void)state;
 	/* a SHA-256 in x-amz-content-sha256 is signed and checked on the body */
-	memset(&r, 0, sizeof(r));
-	r.method = "PUT";
-	r.path = "/b/k";
+	treq_init(&r, "PUT", "/b/k");
 	add(&r, "Date", NOW_PLUS0);
 	add(&r, "Content-Length", "3");
 	add(&r, "x-amz-content-sha256",
 	    "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD");
 	sign_header(&r, WORKER_KEY, WORKER_SECRET);
-	expect_ok(&r, NOW, &out);
+	expect_v2(&r, NOW, &out);
 	assert_int_equal(out.payload, AUTH_PAYLOAD_SIGNED);
 	assert_string_equal(out.payload_hash,
 			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
@@ -430,9 +386,7 @@ static void test_payload(void **state)
 	expect_reject(&r, NOW, 400, "XAmzContentSHA256Mismatch");
 	treq_free(&r);
 	/* aws-chunked needs SigV4 */
-	memset(&r, 0, sizeof(r));
-	r.method = "PUT";
-	r.path = "/b/k";
+	treq_init(&r, "PUT", "/b/k");
 	add(&r, "Date", NOW_PLUS0);
 	add(&r, "x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
 	sign_header(&r, WORKER_KEY, WORKER_SECRET);
