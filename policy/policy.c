@@ -181,7 +181,7 @@ static void enum_list(const char *const *values, char *out, size_t outlen)
 }
 
 static const char *const method_names[] = { "GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", NULL };
-static const char *const action_names[] = { "read", "write", "lock", "admin", NULL };
+static const char *const action_names[] = { "read", "write", "lock", "admin", "break", NULL };
 
 /* Array of names from a fixed list -> bit mask. */
 static int set_names(struct parser *ps, const struct key *k, const cJSON *it,

@@ -54,6 +54,10 @@ enum policy_unrouted {
 				       * ?acl, ?cors, ...) on the bucket
 				       * ("/B/" within the prefix); never
 				       * implied by "write" */
+#define POLICY_ACT_BREAK  (1u << 4)   /* end another holder's live lease of
+				       * the lock(s) guarding the prefix
+				       * through the S3 API (a break); never
+				       * implied by "lock" */
 
 struct policy_listen {
 	char *addr;        /* as written: "127.0.0.1:8080", "[::1]:8080" */
@@ -234,6 +238,12 @@ int policy_client_allows(const struct policy_client *c, const char *path, unsign
  * "bucket_lock", lock NAME guards "/NAME/". NULL client: allowed. */
 int policy_client_may_lock(const struct policy *p, const struct policy_client *c,
 			   const char *name);
+
+/* 1 if the client may break lock `name` (end another holder's live
+ * lease): the same rule as policy_client_may_lock with "break" instead of
+ * "lock". NULL client: allowed. */
+int policy_client_may_break(const struct policy *p, const struct policy_client *c,
+			    const char *name);
 
 /* unrouted_writes "bucket_lock": the first segment of path (the bucket) into
  * name[namelen], if it is a valid lock name. Returns 1, or 0 when there is

@@ -99,17 +99,19 @@ int policy_client_allows(const struct policy_client *c, const char *path, unsign
 	return (granted & actions) == actions;
 }
 
-static int allow_covers(const struct policy_client *c, const char *prefix)
+static int allow_covers(const struct policy_client *c, const char *prefix, unsigned action)
 {
 	for (size_t i = 0; i < c->nallow; i++)
-		if ((c->allow[i].actions & POLICY_ACT_LOCK) &&
+		if ((c->allow[i].actions & action) &&
 		    policy_prefix_matches(c->allow[i].prefix, prefix))
 			return 1;
 	return 0;
 }
 
-int policy_client_may_lock(const struct policy *p, const struct policy_client *c,
-			   const char *name)
+/* action (lock or break) on lock name: an entry with it covers the whole
+ * prefix of a route the lock guards (or the bucket, for bucket locks). */
+static int may_on_lock(const struct policy *p, const struct policy_client *c,
+		       const char *name, unsigned action)
 {
 	char bucket[LOCK_NAME_MAX + 2];
 
@@ -119,14 +121,26 @@ int policy_client_may_lock(const struct policy *p, const struct policy_client *c
 		return 0;
 	for (size_t i = 0; i < p->nroutes; i++)
 		if (strcmp(p->routes[i].lock_name, name) == 0 &&
-		    allow_covers(c, p->routes[i].prefix))
+		    allow_covers(c, p->routes[i].prefix, action))
 			return 1;
 	if (p->unrouted_writes == POLICY_UNROUTED_BUCKET_LOCK && lock_name_valid(name) &&
 	    name[0] != '_') {
 		snprintf(bucket, sizeof(bucket), "/%s", name);
-		return allow_covers(c, bucket);
+		return allow_covers(c, bucket, action);
 	}
 	return 0;
+}
+
+int policy_client_may_lock(const struct policy *p, const struct policy_client *c,
+			   const char *name)
+{
+	return may_on_lock(p, c, name, POLICY_ACT_LOCK);
+}
+
+int policy_client_may_break(const struct policy *p, const struct policy_client *c,
+			    const char *name)
+{
+	return may_on_lock(p, c, name, POLICY_ACT_BREAK);
 }
 
 int policy_bucket_lock(const struct policy *p, const char *path, char *name, size_t namelen)

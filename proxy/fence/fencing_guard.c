@@ -1,13 +1,18 @@
 /* fencing_guard.c — lock files written through the S3 API (DESIGN.md "S3
  * mode"): the body (at most LOCKKEY_PAYLOAD_MAX bytes) is read, the lock's
- * latest epoch listed, lockkey_decide() rules, and an allowed create,
- * rewrite or delete is performed by the proxy itself on the lock's store,
- * so forged epochs never land. Data keys never come here. */
+ * latest epoch listed, lockkey_decide() rules on the protocol step and
+ * lockbreak_decide() on whether this client may end a live lease (the
+ * "break" permission and the client's access key, which authz recorded on
+ * the request model), and an allowed create, rewrite or delete is
+ * performed by the proxy itself on the lock's store, stamped with the
+ * writer's access key, so forged epochs never land. Data keys never come
+ * here. */
 #include "fencing_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "lockbreak.h"
 #include "lockkey.h"
 #include "ops/log.h"
 
@@ -26,7 +31,53 @@ struct guard_job {
 	char if_none_match[8];
 	char content_type[128];
 	bool copy_or_multipart;
+	char client[S3REQ_CLIENT_MAX + 1]; /* authz's: who writes, "" unknown */
+	bool may_break;                    /* authz's: "break" on this lock */
 };
+
+/* lockbreak_decide on an allowed create or rewrite: reads the latest epoch
+ * file's writer stamp when the rule needs it, and turns a refusal into
+ * j->d's (403 AccessDenied). Returns 0, or -1 on a store failure (j->err). */
+static int guard_break_rule(struct guard_job *j, struct lockreg_io *io)
+{
+	struct freq *fr = j->fr;
+	struct lockbreak_request br;
+	struct lockbreak_decision bd;
+	struct store_result head = STORE_RESULT_INIT;
+	struct lock_payload pl;
+	enum store_code sc;
+	int rc = 0;
+
+	memset(&br, 0, sizeof(br));
+	br.create = j->d.verdict == LOCKKEY_ALLOW_CREATE;
+	br.expired = lock_payload_parse(fr->body, fr->body_len, &pl) == 0 && pl.expired;
+	br.latest_state = j->latest.state;
+	br.client = j->client;
+	br.may_break = j->may_break;
+	lockbreak_decide(&br, &bd);
+	if (bd.verdict == LOCKBREAK_NEED_WRITER) {
+		sc = store_head(io->st, fr->key, &head);
+		if (sc != STORE_OK && sc != STORE_NOT_FOUND) {
+			snprintf(j->err, sizeof(j->err), "reading lock file \"%.200s\": %s", fr->key,
+				 store_strerror(sc));
+			rc = -1;
+			goto out;
+		}
+		br.latest_writer_known = true;
+		br.latest_writer = sc == STORE_OK ? store_result_meta(&head, LOCKBREAK_WRITER_META)
+						  : NULL;
+		lockbreak_decide(&br, &bd);
+	}
+	if (bd.verdict != LOCKBREAK_ALLOW) {
+		j->d.verdict = LOCKKEY_REFUSE;
+		j->d.status = 403;
+		j->d.code = "AccessDenied";
+		snprintf(j->d.message, sizeof(j->d.message), "%s", bd.message);
+	}
+out:
+	store_result_clear(&head);
+	return rc;
+}
 
 static void guard_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 {
@@ -59,16 +110,26 @@ static void guard_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	lr.latest_payload = j->latest.state == LOCK_STATE_UNREADABLE ||
 			    j->latest.state == LOCK_STATE_FREE ? NULL : &j->latest.payload;
 	lockkey_decide(&lr, &j->d);
+	if ((j->d.verdict == LOCKKEY_ALLOW_CREATE || j->d.verdict == LOCKKEY_ALLOW_REWRITE) &&
+	    guard_break_rule(j, io) < 0) {
+		j->io_failed = true;
+		return;
+	}
 	switch (j->d.verdict) {
 	case LOCKKEY_ALLOW_CREATE:
 	case LOCKKEY_ALLOW_REWRITE: {
 		struct store_put_opts po;
+		struct store_meta stamp = { (char *)LOCKBREAK_WRITER_META, j->client };
 
 		memset(&po, 0, sizeof(po));
 		po.cond = j->d.verdict == LOCKKEY_ALLOW_CREATE ? STORE_COND_IF_NONE_MATCH_ANY
 							       : STORE_COND_IF_MATCH;
 		po.etag = j->if_match;
 		po.content_type = j->content_type[0] ? j->content_type : "application/json";
+		if (j->client[0]) {   /* who wrote it, for lockbreak's release rule */
+			po.meta = &stamp;
+			po.nmeta = 1;
+		}
 		j->sc = store_put(io->st, fr->key, fr->body ? fr->body : "", fr->body_len, &po,
 				  &j->res);
 		break;
@@ -189,6 +250,14 @@ static void guard_end(struct proxy_req *req, int ok, void *arg)
 	if ((v = proxy_req_header(req, "Content-Type")))
 		snprintf(j->content_type, sizeof(j->content_type), "%s", v);
 	j->copy_or_multipart = fr->copy_or_multipart;
+	{
+		const struct s3req *m = s3req_of(req);
+
+		if (m) {   /* NULL (ENOMEM): no client, no break (fail closed) */
+			snprintf(j->client, sizeof(j->client), "%s", m->client);
+			j->may_break = m->may_break;
+		}
+	}
 	if (lockreg_submit(fr->f->locks, fr->lock, guard_run, guard_done, j) < 0) {
 		free(j);
 		fencing_reply_error(fr, 503, "SlowDown", "the worker pool is busy", false, 0);

@@ -1,6 +1,7 @@
-/* auth.c — verifies clients' AWS Signature V4 (S3 mode). auth_verify_head
- * picks the mechanism, the Authorization header (auth_header.c) or a
- * presigned query (auth_presign.c), and this file holds what both share:
+/* auth.c — verifies clients' AWS signatures (S3 mode). auth_verify_head
+ * picks the mechanism, the SigV4 Authorization header (auth_header.c), a
+ * SigV4 presigned query (auth_presign.c) or SigV2, header or query
+ * (auth_v2.c), and this file holds what the SigV4 forms share:
  * the small parsers, the Credential and SignedHeaders parsing, the scope
  * checks, and the signature check itself, rebuilt with wire/sigv4_canon.c's
  * canonical request (S3 rules) and compared in constant time. It never does
@@ -21,9 +22,6 @@
 #include "http/front.h"
 #include "wire/method.h"
 #include "wire/sigv4.h"
-
-#define MSG_MISMATCH "The request signature we calculated does not match the " \
-	"signature you provided. Check your key and signing method."
 
 void auth_set_error(struct auth_error *e, int status, const char *code,
 		    const char *fmt, ...)
@@ -237,10 +235,18 @@ static int name_signed(const struct sigparams *sp, const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sp->nsigned; i++)
+	for (i = 0; sp && i < sp->nsigned; i++)
 		if (strcasecmp(sp->signed_names[i], name) == 0)
 			return 1;
 	return 0;
+}
+
+const char *auth_unsigned_fencing_header(const struct front_hdrs *h, const struct sigparams *sp)
+{
+	for (size_t i = 0; i < sizeof(fencing_headers) / sizeof(fencing_headers[0]); i++)
+		if (front_hdrs_get(h, fencing_headers[i]) && !name_signed(sp, fencing_headers[i]))
+			return fencing_headers[i];
+	return NULL;
 }
 
 /* Everything common to header and query auth once the parameters, the
@@ -254,7 +260,7 @@ void auth_verify_signature(const struct auth_request *req, const struct sigparam
 	struct sigv4_header *headers = NULL;
 	struct sigv4_request sreq;
 	char *canonical = NULL, *signed_list = NULL, *sts = NULL, *scope = NULL;
-	const char *secret;
+	const char *secret, *unsigned_name;
 	char expect[65];
 	size_t i, n = 0;
 
@@ -278,17 +284,15 @@ void auth_verify_signature(const struct auth_request *req, const struct sigparam
 			goto out;
 		}
 	}
-	for (i = 0; !method_is_read(req->method) &&
-		    i < sizeof(fencing_headers) / sizeof(fencing_headers[0]); i++) {
-		/* the proxy decides writes on these: a party on the path must
-		 * not be able to add or change them on a signed write (a
-		 * read's answer does not depend on them being honest) */
-		if (front_hdrs_get(h, fencing_headers[i]) && !name_signed(sp, fencing_headers[i])) {
-			reject(out, 403, "AccessDenied",
-			       "There were headers present in the request which were not signed: "
-			       "%s (fencing decides on it, so it must be signed)", fencing_headers[i]);
-			goto out;
-		}
+	/* the proxy decides writes on these: a party on the path must not be
+	 * able to add or change them on a signed write (a read's answer does
+	 * not depend on them being honest) */
+	unsigned_name = method_is_read(req->method) ? NULL : auth_unsigned_fencing_header(h, sp);
+	if (unsigned_name) {
+		reject(out, 403, "AccessDenied",
+		       "There were headers present in the request which were not signed: "
+		       "%s (fencing decides on it, so it must be signed)", unsigned_name);
+		goto out;
 	}
 	for (i = 0; i < sp->nsigned; i++) {
 		if (!front_hdrs_get(h, sp->signed_names[i])) {
@@ -312,7 +316,7 @@ void auth_verify_signature(const struct auth_request *req, const struct sigparam
 	if (sigv4_canonical_request(&sreq, &canonical, &signed_list)) {
 		/* malformed path or query escapes (ENOMEM is indistinguishable
 		 * here and far less likely) */
-		reject(out, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
+		reject(out, 403, "SignatureDoesNotMatch", AUTH_MSG_MISMATCH);
 		goto out;
 	}
 	scope = sigv4_scope(out->amz_date, sp->region, sp->service);
@@ -324,7 +328,7 @@ void auth_verify_signature(const struct auth_request *req, const struct sigparam
 	sigv4_signing_key(secret, sp->date8, sp->region, sp->service, out->signing_key);
 	sigv4_signature(out->signing_key, sts, expect);
 	if (!sigv4_signature_equal(expect, sp->signature)) {
-		reject(out, 403, "SignatureDoesNotMatch", MSG_MISMATCH);
+		reject(out, 403, "SignatureDoesNotMatch", AUTH_MSG_MISMATCH);
 		goto out;
 	}
 	memcpy(out->scope, scope, strlen(scope) + 1);
@@ -370,8 +374,9 @@ void auth_verify_head(const struct auth_request *req, auth_secret_fn lookup,
 		      void *arg, time_t now, struct auth_result *out)
 {
 	struct presign_query q = { { 0 }, NULL, 0 };
-	const char *authz, *why = NULL;
-	int rc;
+	struct v2_query q2 = { { 0 }, 0 };
+	const char *authz, *why = NULL, *why2 = NULL;
+	int rc, rc2;
 
 	memset(out, 0, sizeof(*out));
 	out->verdict = AUTH_REJECTED;
@@ -379,18 +384,21 @@ void auth_verify_head(const struct auth_request *req, auth_secret_fn lookup,
 	out->decoded_length = -1;
 	authz = front_hdrs_get(req->hdrs, "authorization");
 	rc = auth_presign_query_parse(req->query, &q, &why);
-	if (rc == -2) {
+	rc2 = auth_v2_query_parse(req->query, &q2, &why2);
+	if (rc == -2 || rc2 == -2) {
 		reject(out, 500, "InternalError", "out of memory");
 		goto out;
 	}
-	if (authz && (q.any || rc == -1)) {
+	if ((authz && (q.any || rc == -1 || q2.any || rc2 == -1)) ||
+	    ((q.any || rc == -1) && (q2.any || rc2 == -1))) {
 		reject(out, 400, "InvalidArgument",
 		       "Only one auth mechanism allowed; only the X-Amz-Algorithm query "
-		       "parameter or the Authorization header should be specified");
+		       "parameter, the Signature query parameter or the Authorization header "
+		       "should be specified");
 		goto out;
 	}
-	if (rc == -1) {
-		reject(out, 400, "AuthorizationQueryParametersError", "%s", why);
+	if (rc == -1 || rc2 == -1) {
+		reject(out, 400, "AuthorizationQueryParametersError", "%s", rc == -1 ? why : why2);
 		goto out;
 	}
 	if (authz) {
@@ -399,16 +407,14 @@ void auth_verify_head(const struct auth_request *req, auth_secret_fn lookup,
 			       "The authorization header is malformed; it is repeated.");
 			goto out;
 		}
-		if (strncmp(authz, SIGV4_ALGORITHM, strlen(SIGV4_ALGORITHM)) != 0 &&
-		    strncmp(authz, "AWS ", 4) == 0) {
-			reject(out, 400, "InvalidRequest",
-			       "The authorization mechanism you have provided is not "
-			       "supported. Please use AWS4-HMAC-SHA256.");
-			goto out;
-		}
-		auth_verify_header_auth(req, authz, lookup, arg, now, out);
+		if (strncmp(authz, "AWS ", 4) == 0)
+			auth_v2_verify_header(req, authz, lookup, arg, now, out);
+		else
+			auth_verify_header_auth(req, authz, lookup, arg, now, out);
 	} else if (q.any) {
 		auth_verify_query_auth(req, &q, lookup, arg, now, out);
+	} else if (q2.any) {
+		auth_v2_verify_query(req, &q2, lookup, arg, now, out);
 	} else {
 		out->verdict = AUTH_ANONYMOUS;
 		out->err.status = 0;
@@ -417,4 +423,5 @@ out:
 	if (out->verdict == AUTH_REJECTED)
 		OPENSSL_cleanse(out->signing_key, sizeof(out->signing_key));
 	auth_presign_query_free(&q);
+	auth_v2_query_free(&q2);
 }

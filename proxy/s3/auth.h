@@ -1,10 +1,15 @@
-/* auth.h — verifying clients' AWS Signature V4 (S3 mode).
+/* auth.h — verifying clients' AWS signatures (S3 mode): Signature V4, and
+ * Signature V2 (which boto3 presigns with by default for custom endpoints).
  *
  * Two steps, both pure (no I/O, the clock is passed in, secrets come from a
  * lookup callback):
  *   1. auth_verify_head() on the request head: header auth (Authorization:
  *      AWS4-HMAC-SHA256 ...) or a presigned URL (X-Amz-* query), rebuilt with
- *      wire/sigv4_canon.c's canonicalization and compared in constant time.
+ *      wire/sigv4_canon.c's canonicalization and compared in constant time;
+ *      or SigV2 (Authorization: AWS AKID:sig, or AWSAccessKeyId/Signature/
+ *      Expires in the query) with wire/sigv2.c's StringToSign. SigV2 signs
+ *      no X-Fencing-*, If-Match or If-None-Match header: a SigV2 write that
+ *      carries one is refused (403 AccessDenied).
  *      It says how the body is protected (enum auth_payload) and hands over
  *      what the body checks need (signing key, scope, seed signature).
  *   2. The body: auth_body_* checks a signed payload hash as the body
@@ -72,6 +77,9 @@ struct auth_result {
 	struct auth_error err;          /* when AUTH_REJECTED */
 	char access_key[AUTH_ACCESS_KEY_MAX + 1]; /* when known (also on some rejections) */
 	int presigned;                  /* 1: query-string auth */
+	int sigv2;                      /* 1: Signature Version 2 (HMAC-SHA1, no
+					 * scope; payload SIGNED only with an
+					 * x-amz-content-sha256 header) */
 	enum auth_payload payload;
 	char payload_hash[65];          /* AUTH_PAYLOAD_SIGNED: lowercase hex */
 	int64_t decoded_length;         /* streaming: x-amz-decoded-content-length; else -1 */
@@ -89,17 +97,24 @@ struct auth_result {
  *   400 AuthorizationHeaderMalformed    unparsable Authorization, bad scope,
  *                                       scope date != x-amz-date's date,
  *                                       wrong region or service
- *   400 AuthorizationQueryParametersError  incomplete or bad X-Amz-* query
- *   400 InvalidRequest / InvalidArgument   unsupported scheme, both header
- *                                       and query auth, missing or bad
- *                                       x-amz-content-sha256
+ *   400 AuthorizationQueryParametersError  incomplete or bad X-Amz-* query,
+ *                                       or SigV2 query (Expires more than
+ *                                       7 days ahead)
+ *   400 InvalidRequest / InvalidArgument   unsupported scheme, more than one
+ *                                       of header, SigV4 query and SigV2
+ *                                       query auth, missing or bad
+ *                                       x-amz-content-sha256 (SigV2: an
+ *                                       aws-chunked one), a malformed
+ *                                       SigV2 Authorization
  *   400 XAmzContentSHA256Mismatch       a signed hash that cannot match an
  *                                       empty body (Content-Length: 0)
  *   411 MissingContentLength            streaming without
  *                                       x-amz-decoded-content-length
  *   403 AccessDenied                    no usable date, expired or not yet
  *                                       valid presigned URL, unsigned host
- *                                       or x-amz-* header
+ *                                       or x-amz-* header, an unsigned
+ *                                       fencing or conditional header on a
+ *                                       write (always, with SigV2)
  *   403 RequestTimeTooSkewed            x-amz-date/Date more than 15 min off
  *   403 InvalidAccessKeyId              lookup returned NULL
  *   403 SignatureDoesNotMatch           wrong signature, or a signed header

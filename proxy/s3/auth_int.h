@@ -1,7 +1,9 @@
-/* auth_int.h — what the SigV4 verifier's files share (auth.c, the entry
- * point, parsers and the signature check; auth_header.c, the Authorization
- * header; auth_presign.c, presigned queries; auth_body.c, the payload
- * modes and the signed-payload filter). Not a public interface: auth.h is.
+/* auth_int.h — what the signature verifier's files share (auth.c, the
+ * entry point, parsers and the SigV4 signature check; auth_header.c, the
+ * SigV4 Authorization header; auth_presign.c, SigV4 presigned queries;
+ * auth_v2.c, Signature Version 2 header and query; auth_body.c, the
+ * payload modes and the signed-payload filter). Not a public interface:
+ * auth.h is.
  *
  * A verification fills one struct auth_result: on the first problem it is
  * rejected (reject()) with the S3 error to answer, and stays so. */
@@ -13,7 +15,13 @@
 
 #include "auth.h"
 
+struct front_hdrs;
+
 #define AUTH_SIGNED_MAX 64   /* names in SignedHeaders */
+
+/* S3's SignatureDoesNotMatch message, for every signature version. */
+#define AUTH_MSG_MISMATCH "The request signature we calculated does not match the " \
+	"signature you provided. Check your key and signing method."
 
 /* Marks out rejected; returns nothing so callers can `reject(...); goto out;`. */
 #define reject(out, status, code, ...) do { \
@@ -47,6 +55,14 @@ struct presign_query {
 	int any;                /* an X-Amz-Algorithm/-Credential/-Signature seen */
 };
 
+/* The Signature Version 2 parameters of a query (decoded, NULL when absent). */
+enum v2qparam { V2Q_ACCESS_KEY, V2Q_SIGNATURE, V2Q_EXPIRES, V2Q_COUNT };
+
+struct v2_query {
+	char *value[V2Q_COUNT];
+	int any;                /* AWSAccessKeyId or Signature seen */
+};
+
 /* ---- auth.c: errors, small parsers, the signature check ----------------- */
 
 /* Sets e to status, code (static) and a printf-style message. */
@@ -76,6 +92,11 @@ void auth_verify_signature(const struct auth_request *req, const struct sigparam
 			   const char *query, const char *payload_hash,
 			   auth_secret_fn lookup, void *arg, struct auth_result *out);
 
+/* The first header fencing decides on (X-Fencing-Token, X-Fencing-Lock,
+ * If-Match, If-None-Match) that h carries and sp does not sign (sp NULL:
+ * nothing is signed, as in SigV2), or NULL. */
+const char *auth_unsigned_fencing_header(const struct front_hdrs *h, const struct sigparams *sp);
+
 /* ---- auth_header.c: the Authorization header ---------------------------- */
 
 void auth_verify_header_auth(const struct auth_request *req, const char *authz,
@@ -93,6 +114,20 @@ void auth_presign_query_free(struct presign_query *q);
 void auth_verify_query_auth(const struct auth_request *req, struct presign_query *q,
 			    auth_secret_fn lookup, void *arg, time_t now,
 			    struct auth_result *out);
+
+/* ---- auth_v2.c: Signature Version 2 ------------------------------------- */
+
+/* AWSAccessKeyId, Signature and Expires of query into q (free it with
+ * auth_v2_query_free() whatever the result). Returns 0, -1 malformed
+ * (*why set), -2 ENOMEM. */
+int auth_v2_query_parse(const char *query, struct v2_query *q, const char **why);
+void auth_v2_query_free(struct v2_query *q);
+/* "Authorization: AWS AKID:signature" (authz is the header's value). */
+void auth_v2_verify_header(const struct auth_request *req, const char *authz,
+			   auth_secret_fn lookup, void *arg, time_t now, struct auth_result *out);
+/* A presigned SigV2 query (q from auth_v2_query_parse, q->any set). */
+void auth_v2_verify_query(const struct auth_request *req, const struct v2_query *q,
+			  auth_secret_fn lookup, void *arg, time_t now, struct auth_result *out);
 
 /* ---- auth_body.c: payload modes ----------------------------------------- */
 

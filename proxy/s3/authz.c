@@ -1,7 +1,9 @@
 /* authz.c — authentication and permissions on the request path (see
- * authz.h): SigV4 (S3 mode) or bearer tokens (HTTP mode) against the
+ * authz.h): SigV4 or SigV2 (S3 mode) or bearer tokens (HTTP mode) against the
  * policy's clients, then read / write / lock permission by path prefix,
  * then the body filter that verifies a signed payload or decodes aws-chunked.
+ * What the lock-file guard needs to know (the client's access key, whether
+ * it may break the lock) it records on the S3 request model.
  * It never forwards, fences or touches the store: refusals are answered
  * here, everything else passes on down the chain. */
 #include "authz.h"
@@ -436,6 +438,31 @@ nomem:
 	return -1;
 }
 
+/* ---- what fencing learns from authz -------------------------------------- */
+
+/* Records on the request model who the client is and whether it may break
+ * the lock of a lock-file write (the guard, fencing_guard.c, asks). c NULL:
+ * authentication off (everything allowed). On ENOMEM nothing is recorded:
+ * the guard then refuses to break (fail closed). */
+static void grant_fencing(struct proxy_req *req, const struct policy *pol,
+			  const struct policy_client *c, const char *dpath)
+{
+	struct s3req *m;
+	char name[LOCK_NAME_MAX + 1];
+
+	if (!s3req_of(req))
+		return;
+	m = proxy_req_model(req);  /* s3req_of's, owned by req */
+	if (!c) {
+		m->may_break = true;
+		return;
+	}
+	snprintf(m->client, sizeof(m->client), "%s", c->access_key ? c->access_key : "");
+	m->may_break = !method_is_read(proxy_req_method(req)) &&
+		       lock_file_of(pol, dpath, name, sizeof(name)) &&
+		       policy_client_may_break(pol, c, name);
+}
+
 /* ---- the handler ----------------------------------------------------- */
 
 static enum proxy_action on_s3(struct authz *a, const struct policy *pol, struct proxy_req *req,
@@ -472,10 +499,12 @@ static enum proxy_action on_s3(struct authz *a, const struct policy *pol, struct
 	if (check_access(a, pol, c, req, dpath) < 0)
 		goto out;
 	if (c)
-		log_debug("request \"%s\": client \"%s\" (%s)", proxy_req_id(req), c->name,
-			  auth_payload_name(res.payload));
+		log_debug("request \"%s\": client \"%s\" (%s%s)", proxy_req_id(req), c->name,
+			  res.sigv2 ? "sigv2, " : "", auth_payload_name(res.payload));
 	if (c && install_body_check(a, req, &res) < 0)
 		goto out;
+	if (c)
+		grant_fencing(req, pol, c, dpath);
 	act = PROXY_PASS;
 out:
 	auth_result_clear(&res);
@@ -522,8 +551,12 @@ enum proxy_action authz_on_request(struct proxy_req *req, void *arg)
 
 	if (strcmp(path, "/_fence/health") == 0 || strcmp(path, "/_fence/metrics") == 0)
 		return PROXY_PASS;
-	if (!pol || pol->nclients == 0)
-		return PROXY_PASS; /* authentication off (loopback only) */
+	if (!pol || pol->nclients == 0) {
+		/* authentication off (loopback only) */
+		if (a->mode == PROXY_MODE_S3 && strncmp(path, "/_fence/", 8) != 0)
+			grant_fencing(req, pol, NULL, NULL);
+		return PROXY_PASS;
+	}
 	if (policy_path_decode(path, dpath, sizeof(dpath)) < 0)
 		return refuse(a, req, 400, "InvalidURI", "the request path cannot be used");
 	if (a->mode == PROXY_MODE_HTTP)

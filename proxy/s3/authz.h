@@ -1,6 +1,6 @@
 /* authz.h — who may do what: the first handler in the chain (after health).
  *
- * S3 mode: verifies the client's SigV4 signature (auth.h) with the secrets of
+ * S3 mode: verifies the client's SigV4 or SigV2 signature (auth.h) with the secrets of
  * the policy's clients, then the client's permission for the request (read,
  * write or lock on a path prefix, policy.h). Signed payloads are checked as
  * the body streams, and aws-chunked bodies are decoded and verified

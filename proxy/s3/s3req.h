@@ -36,6 +36,7 @@ struct proxy_req;
 
 #define S3REQ_BUCKET_MAX 63    /* S3's bucket name limit */
 #define S3REQ_KEY_MAX    1024  /* S3's key limit, in bytes */
+#define S3REQ_CLIENT_MAX 128   /* an access key (AUTH_ACCESS_KEY_MAX) */
 
 /* How the proxy treats an operation. */
 enum s3_class {
@@ -86,6 +87,15 @@ struct s3req {
 	int status;                        /* 400 or 501 */
 	const char *code;                  /* S3 error code (static) */
 	char message[224];
+	/* Who authz (authz.c) let through, for fencing, which knows no policy
+	 * (the lock-file guard); authz fills them once it has authenticated
+	 * and authorized the request, s3req_parse() leaves them empty: */
+	char client[S3REQ_CLIENT_MAX + 1]; /* the access key that signed it;
+					    * "" anonymous or authentication off */
+	bool may_break;                    /* may end another holder's live lease
+					    * of the request's lock ("break", or
+					    * authentication off); false until
+					    * authz says so */
 };
 
 /* Parses one request: method, the path as sent ("/bucket/key",

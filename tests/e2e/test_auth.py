@@ -29,6 +29,8 @@ READER = ("AKIDREADER0001", "reader-secret-0001")
 NARROW = ("AKIDNARROW0001", "narrow-secret-0001")
 NOLOCK = ("AKIDNOLOCK0001", "nolock-secret-0001")
 ADMIN = ("AKIDADMIN00001", "admin-secret-00001")
+LOCKER = ("AKIDLOCKER0001", "locker-secret-0001")
+BREAKER = ("AKIDBREAKER001", "breaker-secret-001")
 
 
 class Gate:
@@ -65,6 +67,11 @@ class Gate:
                  "allow": [{"prefix": "/%s" % BUCKET, "actions": ["read", "write"]}]},
                 {"access_key": ADMIN[0], "secret_env": "GW_ADMIN_SECRET",
                  "allow": [{"prefix": "/%s/" % BUCKET, "actions": ["read", "admin"]}]},
+                {"access_key": LOCKER[0], "secret_env": "GW_LOCKER_SECRET",
+                 "allow": [{"prefix": "/%s" % BUCKET, "actions": ["read", "write", "lock"]}]},
+                {"access_key": BREAKER[0], "secret_env": "GW_BREAKER_SECRET",
+                 "allow": [{"prefix": "/%s" % BUCKET,
+                            "actions": ["read", "write", "lock", "break"]}]},
             ],
         }
         self.config = os.path.join(self.dir.path, "fencegate.json")
@@ -73,7 +80,8 @@ class Gate:
         env = dict(os.environ, **CREDS)
         env.update(GW_WRITER_SECRET=WRITER[1], GW_READER_SECRET=READER[1],
                    GW_NARROW_SECRET=NARROW[1], GW_NOLOCK_SECRET=NOLOCK[1],
-                   GW_ADMIN_SECRET=ADMIN[1])
+                   GW_ADMIN_SECRET=ADMIN[1], GW_LOCKER_SECRET=LOCKER[1],
+                   GW_BREAKER_SECRET=BREAKER[1])
         self.log = open(os.path.join(self.dir.path, "fencegate.log"), "w+")
         self.access_log = os.path.join(self.dir.path, "access.log")
         self.proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", self.config,
@@ -154,6 +162,18 @@ def expect_client_error(fn, code, status):
     raise AssertionError("expected %s, the request succeeded" % code)
 
 
+def s3cmd_config(path, creds, port, signature_v2=False):
+    """Writes an s3cmd config for the proxy on 127.0.0.1:port (http,
+    path-style) to path; returns path."""
+    host = "127.0.0.1:%d" % port
+    with open(path, "w") as f:
+        f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\n"
+                "host_bucket = %s\nuse_https = False\nsignature_v2 = %s\n"
+                "bucket_location = us-east-1\n" % (creds[0], creds[1], host, host,
+                                                    signature_v2))
+    return path
+
+
 def cli_env(g, creds):
     env = dict(os.environ)
     env.update(AWS_ACCESS_KEY_ID=creds[0], AWS_SECRET_ACCESS_KEY=creds[1],
@@ -228,12 +248,7 @@ def t_s3cmd(g):
         raise AssertionError("s3cmd is not installed (deploy/install-deps.sh test)")
     d = tempfile.mkdtemp()
     try:
-        cfg = os.path.join(d, "s3cfg")
-        host = "127.0.0.1:%d" % g.port
-        with open(cfg, "w") as f:
-            f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\n"
-                    "host_bucket = %s\nuse_https = False\nsignature_v2 = False\n"
-                    "bucket_location = us-east-1\n" % (WRITER[0], WRITER[1], host, host))
+        cfg = s3cmd_config(os.path.join(d, "s3cfg"), WRITER, g.port)
         src = os.path.join(d, "in.txt")
         with open(src, "wb") as f:
             f.write(b"s3cmd payload " * 1000)
@@ -440,6 +455,72 @@ def t_lock_files(g):
     assert r.returncode == 0, r.stderr  # reading lock files needs only "read"
 
 
+def t_break_permission(g):
+    """Ending a live lease through the S3 API needs "break": a "lock"-only
+    client can neither create the next epoch expired over a live one nor
+    rewrite (mark expired, or renew to take over) a live epoch file another
+    client wrote; that file's writer may renew and release it; a "break"
+    client breaks it. Every outcome is read back from moto."""
+    moto = g.moto.client()
+
+    def key(e):
+        return "locks/%s/lock-%010d.json" % (BUCKET, e)
+
+    def payload(holder, expired, nonce):
+        return json.dumps({"leaderId": holder, "validityMs": 600000, "expired": expired,
+                           "nonce": nonce}).encode()
+
+    def put(creds, e, body, cond):
+        return g.signed(creds, "PUT", "/%s/%s" % (BUCKET, key(e)), body,
+                        dict(cond, **{"Content-Type": "application/json"}))
+
+    def stored(e):
+        try:
+            o = moto.get_object(Bucket=BUCKET, Key=key(e))
+        except Exception:  # noqa: BLE001 - absent
+            return None
+        return json.loads(o["Body"].read()), o["Metadata"].get("fencing-client"), o["ETag"]
+
+    st, body = g.signed(WRITER, "POST", "/_fence/locks/%s/release" % BUCKET,
+                        json.dumps({"epoch": g.epoch}).encode())
+    assert st == 200, (st, body)
+    e = g.epoch + 1
+    st, body = put(WRITER, e, payload("w1", False, "n-w1"), {"If-None-Match": "*"})
+    assert st == 200, (st, body)
+    pl, writer, etag = stored(e)
+    assert writer == WRITER[0] and pl["expired"] is False, (pl, writer)
+    # "lock" only: no break, no mark-expired, no take-over of WRITER's live epoch
+    st, body = put(LOCKER, e + 1, payload("thief", True, "n-t"), {"If-None-Match": "*"})
+    assert st == 403 and s3_code(body) == "AccessDenied" and b"break" in body, (st, body)
+    assert stored(e + 1) is None
+    st, body = put(LOCKER, e, payload("w1", True, "n-w1"), {"If-Match": etag})
+    assert st == 403 and s3_code(body) == "AccessDenied", (st, body)
+    st, body = put(LOCKER, e, payload("w1", False, "n-w1"), {"If-Match": etag})
+    assert st == 403 and s3_code(body) == "AccessDenied", (st, body)
+    assert stored(e) == (pl, WRITER[0], etag), stored(e)  # untouched
+    # its writer renews it
+    st, body = put(WRITER, e, payload("w1", False, "n-w1"), {"If-Match": etag})
+    assert st == 200, (st, body)
+    pl, writer, etag = stored(e)
+    assert writer == WRITER[0] and pl["expired"] is False, (pl, writer)
+    # "break" breaks it: epoch e+1, already expired, stamped with the breaker
+    st, body = put(BREAKER, e + 1, payload("breaker", True, "n-b"), {"If-None-Match": "*"})
+    assert st == 200, (st, body)
+    pl2, writer2, _ = stored(e + 1)
+    assert pl2["expired"] is True and writer2 == BREAKER[0], (pl2, writer2)
+    # the lock is free now: the lock-only client takes e+2, then releases
+    # its own epoch (it is the writer)
+    st, body = put(LOCKER, e + 2, payload("locker", False, "n-l"), {"If-None-Match": "*"})
+    assert st == 200, (st, body)
+    _, writer3, etag3 = stored(e + 2)
+    assert writer3 == LOCKER[0], writer3
+    st, body = put(LOCKER, e + 2, payload("locker", True, "n-l"), {"If-Match": etag3})
+    assert st == 200, (st, body)
+    assert stored(e + 2)[0]["expired"] is True
+    g.epoch = g.acquire(WRITER)
+    assert g.epoch == e + 3, g.epoch
+
+
 def t_anonymous(g):
     st, body = raw(g.port, "PUT", "/%s/deny/anon" % BUCKET, b"anon",
                    {"X-Fencing-Token": str(g.epoch), "Content-Type": "application/octet-stream"})
@@ -625,6 +706,7 @@ def main():
             ("lock files: writable only with lock; fencectl through the proxy", t_lock_files),
             ("payload hash mismatch: 400, nothing lands", t_payload_mismatch),
             ("aws-chunked with CRC trailer: decoded upstream; bad CRC 400", t_aws_chunked_unsigned_trailer),
+            ("breaking a live lock needs break; its writer renews and releases", t_break_permission),
         ]:
             r.check(label, fn, g)
     finally:

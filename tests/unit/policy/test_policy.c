@@ -333,7 +333,7 @@ static const struct bad_case bad_cases[] = {
 	  "clients[1].token_env: same token as clients[0]" },
 	{ "{\"clients\":[{\"access_key\":\"AK1\",\"secret_env\":\"WORKER1_SECRET\","
 	  "\"allow\":[{\"prefix\":\"/b/\",\"actions\":[\"read\",\"delete\"]}]}]}",
-	  "clients[0].allow[0].actions[1]: unknown action \"delete\" (one of \"read\", \"write\", \"lock\", \"admin\")" },
+	  "clients[0].allow[0].actions[1]: unknown action \"delete\" (one of \"read\", \"write\", \"lock\", \"admin\", \"break\")" },
 	{ "{\"clients\":[{\"access_key\":\"AK1\",\"secret_env\":\"WORKER1_SECRET\","
 	  "\"allow\":[{\"actions\":[\"read\"]}]}]}",
 	  "clients[0].allow[0].prefix: required" },
@@ -504,6 +504,60 @@ static const char perm_config[] =
 	" {\"name\":\"reader\",\"access_key\":\"AKR\",\"secret_env\":\"READER1_SECRET\","
 	"  \"allow\":[{\"prefix\":\"/bkt\",\"actions\":[\"read\"]}]},"
 	" {\"name\":\"nobody\",\"access_key\":\"AKN\",\"secret_env\":\"WORKER2_SECRET\"}]}";
+
+/* "break" is its own action: granted by the same route-coverage rule as
+ * "lock", never implied by it (nor by write or admin). */
+static void test_break_permission(void **state)
+{
+	static const char config[] =
+		"{\"listen\":[\"0.0.0.0:8080\"],"
+		"\"locks\":[{\"name\":\"inv\",\"store\":\"s3://bkt\"}],"
+		"\"routes\":[{\"prefix\":\"/bkt/invoices/\",\"lock\":\"inv\"}],"
+		"\"unrouted_writes\":\"bucket_lock\","
+		"\"clients\":["
+		"{\"access_key\":\"AKLOCK\",\"secret_env\":\"WORKER1_SECRET\",\"allow\":["
+		" {\"prefix\":\"/\",\"actions\":[\"read\",\"write\",\"lock\",\"admin\"]}]},"
+		"{\"access_key\":\"AKBREAK\",\"secret_env\":\"WORKER1_SECRET\",\"allow\":["
+		" {\"prefix\":\"/bkt/invoices/\",\"actions\":[\"read\",\"write\",\"lock\",\"break\"]},"
+		" {\"prefix\":\"/other\",\"actions\":[\"lock\",\"break\"]}]},"
+		"{\"access_key\":\"AKNARROW\",\"secret_env\":\"WORKER1_SECRET\",\"allow\":["
+		" {\"prefix\":\"/bkt/invoices/2024/\",\"actions\":[\"lock\",\"break\"]}]}]}";
+	static const struct {
+		const char *key, *lock;
+		int may_lock, may_break;
+	} cases[] = {
+		{ "AKLOCK", "inv", 1, 0 },      /* everything but break */
+		{ "AKLOCK", "other", 1, 0 },    /* a bucket lock */
+		{ "AKBREAK", "inv", 1, 1 },
+		{ "AKBREAK", "other", 1, 1 },
+		{ "AKBREAK", "bkt", 0, 0 },     /* bucket lock of /bkt: not covered */
+		{ "AKNARROW", "inv", 0, 0 },    /* narrower than the route */
+		{ "AKBREAK", "nosuch", 0, 0 },
+		{ NULL, "inv", 1, 1 },          /* authentication off */
+	};
+	struct policy *p = parse_ok(config);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct policy_client *c = cases[i].key ? policy_client_by_key(p, cases[i].key)
+							     : NULL;
+
+		assert_true(!cases[i].key || c);
+		if (policy_client_may_lock(p, c, cases[i].lock) != cases[i].may_lock ||
+		    policy_client_may_break(p, c, cases[i].lock) != cases[i].may_break)
+			fail_msg("case %zu (%s on %s): lock %d break %d", i,
+				 cases[i].key ? cases[i].key : "-", cases[i].lock,
+				 policy_client_may_lock(p, c, cases[i].lock),
+				 policy_client_may_break(p, c, cases[i].lock));
+	}
+	assert_true(policy_client_allows(policy_client_by_key(p, "AKBREAK"), "/bkt/invoices/x",
+					 POLICY_ACT_BREAK));
+	assert_false(policy_client_allows(policy_client_by_key(p, "AKLOCK"), "/bkt/invoices/x",
+					  POLICY_ACT_BREAK));
+	assert_false(policy_client_may_break(NULL, policy_client_by_key(p, "AKBREAK"), "inv"));
+	assert_false(policy_client_may_break(p, policy_client_by_key(p, "AKBREAK"), NULL));
+	policy_free(p);
+}
 
 static void test_permissions(void **state)
 {
@@ -779,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_secret_file_and_load),
 		cmocka_unit_test(test_longest_prefix),
 		cmocka_unit_test(test_permissions),
+		cmocka_unit_test(test_break_permission),
 		cmocka_unit_test(test_http_mode),
 		cmocka_unit_test(test_lock_store_defaults),
 		cmocka_unit_test(test_policy_default),
