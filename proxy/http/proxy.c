@@ -431,7 +431,8 @@ static char *strip_presign_query(const char *query)
 {
 	static const char *const auth[] = {
 		"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
-		"X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token", NULL,
+		"X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token",
+		"AWSAccessKeyId", "Signature", "Expires", /* SigV2 */ NULL,
 	};
 	size_t qlen = query ? strlen(query) : 0;
 	char *out = malloc(qlen + 1);
