@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lockbreak.h"
 #include "lockkey.h"
 #include "objcas.h"
 #include "ops/log.h"
@@ -327,10 +328,13 @@ void fencing_record_upload(struct freq *fr)
 
 /* A read's answer: the proxy's stamp is not the client's metadata (a
  * client that compares metadata after a round trip sees what it wrote).
- * x-amz-meta-fencing-epoch becomes X-Fencing-Object-Epoch; the lock name is
- * dropped. Returns 0, or -1 after replying 500. */
+ * x-amz-meta-fencing-epoch becomes X-Fencing-Object-Epoch; the lock name and
+ * a lock file's writer are dropped. Returns 0, or -1 after replying 500. */
 static int hide_stamp(struct proxy_req *req)
 {
+	/* the lock name, and the writer of a lock file (lockbreak.h) */
+	static const char *const hidden[] = { "x-amz-meta-fencing-lock",
+					      "x-amz-meta-" LOCKBREAK_WRITER_META };
 	const char *v = proxy_req_resp_header(req, "x-amz-meta-fencing-epoch");
 	char *epoch = v ? strdup(v) : NULL;
 	int r = 0;
@@ -340,9 +344,10 @@ static int hide_stamp(struct proxy_req *req)
 	if (epoch && (proxy_req_resp_set_header(req, "x-amz-meta-fencing-epoch", NULL) < 0 ||
 		      proxy_req_resp_set_header(req, "X-Fencing-Object-Epoch", epoch) < 0))
 		goto nomem;
-	if (proxy_req_resp_header(req, "x-amz-meta-fencing-lock") &&
-	    proxy_req_resp_set_header(req, "x-amz-meta-fencing-lock", NULL) < 0)
-		goto nomem;
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+		if (proxy_req_resp_header(req, hidden[i]) &&
+		    proxy_req_resp_set_header(req, hidden[i], NULL) < 0)
+			goto nomem;
 	goto out;
 nomem:
 	proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);

@@ -508,6 +508,9 @@ def t_break_permission(g):
     assert st == 200, (st, body)
     pl2, writer2, _ = stored(e + 1)
     assert pl2["expired"] is True and writer2 == BREAKER[0], (pl2, writer2)
+    # the writer stamp is the proxy's: not shown through it
+    h = g.client(BREAKER).head_object(Bucket=BUCKET, Key=key(e + 1))
+    assert "fencing-client" not in h["Metadata"], h["Metadata"]
     # the lock is free now: the lock-only client takes e+2, then releases
     # its own epoch (it is the writer)
     st, body = put(LOCKER, e + 2, payload("locker", False, "n-l"), {"If-None-Match": "*"})
