@@ -371,6 +371,9 @@ enum lock_code lock_read_epoch(struct lock *lk, uint64_t epoch, struct lock_info
 	}
 	parsed = lock_payload_parse(res.body, res.body_len, &info->payload) == 0;
 	judge(lk, info, parsed, &res);
+	snprintf(info->client, sizeof(info->client), "%s",
+		 store_result_meta(&res, LOCK_CLIENT_META) ? store_result_meta(&res, LOCK_CLIENT_META)
+							   : "");
 	if (parsed_out)
 		*parsed_out = parsed;
 	lock_cache_latest(lk, epoch, parsed ? &info->payload : NULL, res.etag, info->last_modified);
@@ -470,11 +473,14 @@ static int read_back_nonce(struct lock *lk, const char *key, const char *nonce,
 }
 
 enum lock_code lock_create_epoch(struct lock *lk, uint64_t epoch,
-				 const struct lock_payload *p, struct lock_created *out,
-				 char *err, size_t errlen)
+				 const struct lock_payload *p, const char *client,
+				 struct lock_created *out, char *err, size_t errlen)
 {
+	struct store_meta stamp = { (char *)LOCK_CLIENT_META, (char *)client };
 	struct store_put_opts po = { .cond = STORE_COND_IF_NONE_MATCH_ANY,
-				     .content_type = "application/json" };
+				     .content_type = "application/json",
+				     .meta = client && client[0] ? &stamp : NULL,
+				     .nmeta = client && client[0] ? 1 : 0 };
 	struct store_result res = STORE_RESULT_INIT;
 	char key[LOCK_KEY_MAX];
 	char *body = NULL;
@@ -545,9 +551,9 @@ out:
 /* --- acquire ------------------------------------------------------------------ */
 
 /* One try: read the latest epoch; if nobody holds it, create the next. */
-static enum lock_code acquire_once(struct lock *lk, const char *holder, int64_t ttl_ms,
-				   struct lock_grant *grant, struct lock_info *info,
-				   char *err, size_t errlen)
+static enum lock_code acquire_once(struct lock *lk, const char *holder, const char *client,
+				   int64_t ttl_ms, struct lock_grant *grant,
+				   struct lock_info *info, char *err, size_t errlen)
 {
 	struct lock_payload p;
 	struct lock_created made;
@@ -568,7 +574,7 @@ static enum lock_code acquire_once(struct lock *lk, const char *holder, int64_t 
 			return rc;
 		if (info->state == LOCK_STATE_HELD || info->state == LOCK_STATE_UNREADABLE)
 			return LOCK_HELD;
-		rc = lock_create_epoch(lk, info->epoch + 1, &p, &made, err, errlen);
+		rc = lock_create_epoch(lk, info->epoch + 1, &p, client, &made, err, errlen);
 		if (rc != LOCK_OK)
 			return rc;
 		if (!made.won)
@@ -579,6 +585,7 @@ static enum lock_code acquire_once(struct lock *lk, const char *holder, int64_t 
 		snprintf(grant->etag, sizeof(grant->etag), "%s", made.etag);
 		snprintf(grant->nonce, sizeof(grant->nonce), "%s", p.nonce);
 		snprintf(grant->holder, sizeof(grant->holder), "%s", holder);
+		snprintf(grant->client, sizeof(grant->client), "%s", client ? client : "");
 		grant->ttl_ms = ttl_ms;
 		grant->deadline_mono_ms = made.send_mono_ms + ttl_ms - lock_margin_for(lk, ttl_ms);
 		grant->expires_at_ms = made.last_modified * 1000 + ttl_ms;
@@ -619,7 +626,8 @@ enum lock_code lock_acquire(struct lock *lk, const struct lock_acquire_opts *ao,
 	}
 	deadline = timesrc_mono_ms(lk->time) + wait_ms;
 	for (attempt = 0;; attempt++) {
-		rc = acquire_once(lk, holder, ttl_ms, grant, &info, err, errlen);
+		rc = acquire_once(lk, holder, ao ? ao->client : NULL, ttl_ms, grant, &info, err,
+				  errlen);
 		if (rc == LOCK_HELD && holder_info)
 			*holder_info = info;
 		if (rc != LOCK_HELD || wait_ms <= 0)

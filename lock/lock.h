@@ -53,6 +53,14 @@ enum lock_state {
 
 const char *lock_state_name(enum lock_state st); /* "free", "held", ... */
 
+/* The user metadata (x-amz-meta-fencing-client) naming the authenticated
+ * client that last wrote an epoch file, stamped by the proxy (its lock API
+ * and its lock-file guard): a lease is renewed or released by the client
+ * that holds it, anyone else needs the "break" permission. The payload's
+ * leaderId and nonce cannot serve: anyone who may read the file may copy
+ * them. */
+#define LOCK_CLIENT_META "fencing-client"
+
 #define LOCK_NAME_MAX   128
 #define LOCK_HOLDER_MAX 256
 #define LOCK_NONCE_MAX  64
@@ -96,6 +104,7 @@ struct lock_info {
 	int64_t last_modified;          /* Unix seconds (server) */
 	int64_t server_date;            /* Unix seconds (server) */
 	int64_t remaining_ms;           /* lease left (HELD/UNREADABLE), else 0 */
+	char client[LOCK_HOLDER_MAX];   /* its writer stamp (LOCK_CLIENT_META), "" none */
 };
 
 /* What the holder keeps after acquiring. */
@@ -105,6 +114,8 @@ struct lock_grant {
 	char etag[STORE_ETAG_MAX];      /* of our last write: renew/release If-Match */
 	char nonce[LOCK_NONCE_MAX];
 	char holder[LOCK_HOLDER_MAX];
+	char client[LOCK_HOLDER_MAX];   /* the writer stamp (LOCK_CLIENT_META) of our
+					 * writes, kept by renewals; "" none */
 	int64_t ttl_ms;
 	int64_t renewals;
 	int64_t deadline_mono_ms;       /* send time + ttl - safety margin */
@@ -148,6 +159,8 @@ enum lock_code lock_status(struct lock *lk, struct lock_info *info,
 
 struct lock_acquire_opts {
 	const char *holder;   /* leaderId; NULL: "<hostname>-<pid>" */
+	const char *client;   /* the writer stamp for the epoch file (LOCK_CLIENT_META);
+			       * NULL: none */
 	int64_t ttl_ms;       /* lease; 0: 30000 */
 	int64_t wait_ms;      /* 0: try once; >0: retry with backoff until then */
 };

@@ -32,7 +32,7 @@ enum lock_code lock_break(struct lock *lk, const char *holder, uint64_t *new_epo
 		rc = lock_latest_epoch(lk, &latest, err, errlen);
 		if (rc != LOCK_OK)
 			return rc;
-		rc = lock_create_epoch(lk, latest + 1, &p, &made, err, errlen);
+		rc = lock_create_epoch(lk, latest + 1, &p, NULL, &made, err, errlen);
 		if (rc != LOCK_OK)
 			return rc;
 		if (made.won) {

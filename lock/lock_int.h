@@ -45,12 +45,13 @@ struct lock_created {
 	int64_t send_mono_ms;           /* monotonic time the first create was sent */
 };
 
-/* Creates epoch file `epoch` with payload p (whose nonce must be set).
+/* Creates epoch file `epoch` with payload p (whose nonce must be set),
+ * stamped with client (LOCK_CLIENT_META) unless it is NULL or "".
  * LOCK_OK with out->won telling who has the file; LOCK_ERR_* on a failure
  * (message in err). Updates the latest-epoch cache. */
 enum lock_code lock_create_epoch(struct lock *lk, uint64_t epoch,
-				 const struct lock_payload *p, struct lock_created *out,
-				 char *err, size_t errlen);
+				 const struct lock_payload *p, const char *client,
+				 struct lock_created *out, char *err, size_t errlen);
 
 /* The holder's safety margin for a lease of ttl_ms: the lock's, else
  * min(1 s + ttl/10, ttl/2). */

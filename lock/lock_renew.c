@@ -53,6 +53,7 @@ static enum lock_code adopt_epoch_file(struct lock *lk, struct lock_grant *grant
 	snprintf(grant->etag, sizeof(grant->etag), "%s", info.etag);
 	snprintf(grant->nonce, sizeof(grant->nonce), "%s", info.payload.nonce);
 	snprintf(grant->holder, sizeof(grant->holder), "%s", info.payload.leader_id);
+	snprintf(grant->client, sizeof(grant->client), "%s", info.client);
 	grant->ttl_ms = info.payload.validity_ms;
 	grant->renewals = info.payload.renewals;
 	/* the deadline this holder would have had: the lease left by the
@@ -117,6 +118,7 @@ static enum lock_code rewrite(struct lock *lk, struct lock_grant *grant, int rel
 	struct store_put_opts po = { .cond = STORE_COND_IF_MATCH,
 				     .content_type = "application/json" };
 	struct store_result res = STORE_RESULT_INIT;
+	struct store_meta stamp = { (char *)LOCK_CLIENT_META, NULL };
 	struct lock_payload want;
 	struct lock_created done;
 	const char *what = releasing ? "releasing" : "renewing";
@@ -186,6 +188,11 @@ static enum lock_code rewrite(struct lock *lk, struct lock_grant *grant, int rel
 		goto out;
 	}
 	po.etag = grant->etag;
+	if (grant->client[0]) { /* the writer stamp stays the holder's */
+		stamp.value = grant->client;
+		po.meta = &stamp;
+		po.nmeta = 1;
+	}
 	memset(&done, 0, sizeof(done));
 	for (attempt = 0;; attempt++) {
 		now = timesrc_mono_ms(lk->time);

@@ -333,14 +333,14 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 		snprintf(url, sizeof(url), "file://%s", data_abs);
 		ac.self_test.url = url;
 	}
-	rt->api = lockapi_new(&ac, err, errlen);
-	if (!rt->api)
-		return -1;
-
 	rt->authz = authz_new(&(struct authz_config){ mode, &rt->metrics, log_refusal, rt });
 	if (!rt->authz)
 		goto nomem;
 	authz_set_policy(rt->authz, rt->policy);
+	ac.authz = rt->authz;
+	rt->api = lockapi_new(&ac, err, errlen);
+	if (!rt->api)
+		return -1;
 	h = (struct proxy_handler){ "authz", authz_on_request, rt->authz };
 	if (proxy_add_handler(rt->proxy, &h) < 0)
 		goto nomem;

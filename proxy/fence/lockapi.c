@@ -31,6 +31,7 @@ struct lockapi {
 	struct store_config st_cfg;
 	char *st_url, *st_endpoint, *st_region;
 	long max_wait_ms;
+	const struct authz *authz;
 	int healthy;
 	int self_test_done;
 	char self_test_err[512];
@@ -46,6 +47,10 @@ struct api_req {
 	char *body;
 	size_t body_len;
 	bool too_big;
+	/* who asks (authz), and whether it may end a lease another client took */
+	char principal[LOCK_HOLDER_MAX];
+	bool may_break;
+	bool not_holder;             /* job result: refused for want of "break" */
 	/* parsed arguments */
 	char holder[LOCK_HOLDER_MAX];
 	int64_t ttl_ms;
@@ -152,6 +157,7 @@ static void api_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	switch (ar->op) {
 	case API_ACQUIRE: {
 		struct lock_acquire_opts ao = { .holder = ar->holder[0] ? ar->holder : NULL,
+						.client = ar->principal[0] ? ar->principal : NULL,
 						.ttl_ms = ar->ttl_ms, .wait_ms = 0 };
 
 		ar->code = lock_acquire(io->lk, &ao, &ar->grant, &ar->info, ar->err,
@@ -160,6 +166,18 @@ static void api_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	}
 	case API_RENEW:
 	case API_RELEASE:
+		if (ar->principal[0] && !ar->may_break) {
+			/* a lease is ended or kept by the client that took it;
+			 * anyone else needs "break" (the S3 API's rule too) */
+			ar->code = lock_status(io->lk, &ar->info, ar->err, sizeof(ar->err));
+			if (ar->code != LOCK_OK)
+				break;
+			if (ar->info.epoch == ar->epoch &&
+			    strcmp(ar->info.client, ar->principal) != 0) {
+				ar->not_holder = true;
+				break;
+			}
+		}
 		memset(&ar->grant, 0, sizeof(ar->grant));
 		ar->grant.epoch = ar->epoch;
 		ar->grant.ttl_ms = ar->ttl_ms;
@@ -282,6 +300,13 @@ static void api_done(struct lockreg_entry *e, void *arg)
 		goto failed;
 	case API_RENEW:
 	case API_RELEASE:
+		if (ar->not_holder) {
+			snprintf(msg, sizeof(msg), "epoch %" PRIu64 " of lock \"%s\" was taken by "
+				 "another client; renewing or releasing it needs the \"break\" "
+				 "permission", ar->epoch, e->name);
+			finish(req, suspended, reply_err(req, 403, "AccessDenied", msg));
+			return;
+		}
 		if (ar->code == LOCK_OK) {
 			if (ar->op == API_RELEASE) {
 				lockreg_note(e, ar->epoch, LOCK_STATE_RELEASED, 0, ar->grant.holder, 0);
@@ -593,6 +618,10 @@ enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg)
 				 : "without a config, lock NAME guards bucket NAME: it must be a "
 				   "valid lock and S3 bucket name");
 	lockreg_touch(ar->lock);
+	if (api->authz && proxy_req_principal(req)) {
+		snprintf(ar->principal, sizeof(ar->principal), "%s", proxy_req_principal(req));
+		ar->may_break = authz_may_break(api->authz, ar->principal, name);
+	}
 	if (ar->op == API_STATUS) {
 		ar->suspended = true;
 		if (lockreg_submit(api->locks, ar->lock, api_run, api_done, ar) < 0)
@@ -688,6 +717,7 @@ struct lockapi *lockapi_new(const struct lockapi_config *cfg, char *err, size_t 
 	api->fencing = cfg->fencing;
 	api->metrics = cfg->metrics;
 	api->max_wait_ms = cfg->max_wait_ms > 0 ? cfg->max_wait_ms : 60000;
+	api->authz = cfg->authz;
 	api->st_cfg = cfg->self_test;
 	if ((cfg->self_test.url && !(api->st_url = strdup(cfg->self_test.url))) ||
 	    (cfg->self_test.endpoint && !(api->st_endpoint = strdup(cfg->self_test.endpoint))) ||

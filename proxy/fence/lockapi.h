@@ -19,6 +19,7 @@
 #include "ops/metrics.h"
 #include "http/proxy.h"
 #include "lock/store.h"
+#include "s3/authz.h"
 
 struct lockapi;
 
@@ -32,6 +33,10 @@ struct lockapi_config {
 	/* the backend self-test's store; url NULL: no self-test (healthy at once) */
 	struct store_config self_test;
 	long max_wait_ms;               /* acquire waitMs cap; 0: 60000 */
+	const struct authz *authz;      /* client authentication on: renewing or
+					 * releasing a lease another client took
+					 * needs "break" (authz_may_break); NULL:
+					 * no such check */
 };
 
 /* Returns NULL with a message in err. Strings in cfg are copied. */

@@ -31,7 +31,7 @@
 #include "lock/lock.h"
 
 /* The metadata name (lowercase, without x-amz-meta-) of the writer stamp. */
-#define LOCKBREAK_WRITER_META "fencing-client"
+#define LOCKBREAK_WRITER_META LOCK_CLIENT_META
 
 enum lockbreak_verdict {
 	LOCKBREAK_ALLOW = 0,

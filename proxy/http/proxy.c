@@ -1143,6 +1143,11 @@ const char *proxy_req_peer(const struct proxy_req *req)
 	return req->peer;
 }
 
+const char *proxy_req_principal(const struct proxy_req *req)
+{
+	return req->principal;
+}
+
 int proxy_req_set_principal(struct proxy_req *req, const char *principal)
 {
 	char *copy = strdup(principal);

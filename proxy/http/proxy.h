@@ -150,6 +150,8 @@ const char *proxy_req_peer(const struct proxy_req *req);
  * it (S3 mode) or the client's name (HTTP mode), copied; for the access
  * log. Returns 0 or -1 (ENOMEM, nothing recorded). */
 int proxy_req_set_principal(struct proxy_req *req, const char *principal);
+/* The principal set above, or NULL (anonymous, or no authentication). */
+const char *proxy_req_principal(const struct proxy_req *req);
 /* First value of a request header (case-insensitive name), or NULL. */
 const char *proxy_req_header(const struct proxy_req *req, const char *name);
 /* Every request header as received, including hop-by-hop ones (those are

@@ -75,6 +75,23 @@ void authz_free(struct authz *a)
 	free(a);
 }
 
+int authz_may_break(const struct authz *a, const char *principal, const char *lock)
+{
+	const struct policy *pol = a->pol;
+	const struct policy_client *c = NULL;
+
+	if (!pol || !principal)
+		return 0;
+	if (a->mode == PROXY_MODE_S3) {
+		c = policy_client_by_key(pol, principal);
+	} else {
+		for (size_t i = 0; i < pol->nclients && !c; i++)
+			if (pol->clients[i].name && strcmp(pol->clients[i].name, principal) == 0)
+				c = &pol->clients[i];
+	}
+	return c && policy_client_may_break(pol, c, lock);
+}
+
 unsigned long authz_refused(const struct authz *a)
 {
 	return a->refused;

@@ -46,6 +46,12 @@ void authz_free(struct authz *a);
 /* proxy_handler.on_request; arg is the struct authz. */
 enum proxy_action authz_on_request(struct proxy_req *req, void *arg);
 
+/* 1 if the authenticated client principal (proxy_req_principal's: the
+ * access key in S3 mode, the client's name in HTTP mode) has the "break"
+ * permission on lock NAME under the current policy; 0 otherwise, also
+ * for an unknown principal or without a policy. */
+int authz_may_break(const struct authz *a, const char *principal, const char *lock);
+
 /* Requests refused so far (for tests and metrics). */
 unsigned long authz_refused(const struct authz *a);
 

@@ -481,6 +481,14 @@ def t_break_permission(g):
             return None
         return json.loads(o["Body"].read()), o["Metadata"].get("fencing-client"), o["ETag"]
 
+    # the lock API's rule is the same: a "lock"-only client can neither
+    # release nor renew a lease another client took
+    for op in ("release", "renew"):
+        st, body = g.signed(LOCKER, "POST", "/_fence/locks/%s/%s" % (BUCKET, op),
+                            json.dumps({"epoch": g.epoch}).encode())
+        assert st == 403 and b"break" in body, (op, st, body)
+    pl0, _, _ = stored(g.epoch)
+    assert pl0["expired"] is False, pl0
     st, body = g.signed(WRITER, "POST", "/_fence/locks/%s/release" % BUCKET,
                         json.dumps({"epoch": g.epoch}).encode())
     assert st == 200, (st, body)
