@@ -163,7 +163,12 @@ def t_broken_config(g):
 def t_inflight_survives(g):
     g.write_config([FIRST, ADDED])
     g.hup_and_wait("reloaded")
+    # a lease is released by the client that took it (another one would
+    # need "break"); the client the reload added then takes the lock
     st, b = g.request(ADDED, "POST", "/_fence/locks/%s/release" % BUCKET,
+                      json.dumps({"epoch": g.epoch}).encode())
+    assert st == 403 and b"break" in b, (st, b)
+    st, b = g.request(FIRST, "POST", "/_fence/locks/%s/release" % BUCKET,
                       json.dumps({"epoch": g.epoch}).encode())
     assert st == 200, (st, b)
     epoch = g.epoch = g.acquire(ADDED)
