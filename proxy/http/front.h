@@ -156,6 +156,9 @@ int front_parser_in_head(const struct front_parser *p);
 
 /* 1 between requests (no byte of a next request seen). */
 int front_parser_idle(const struct front_parser *p);
+/* 1 while the parser is paused after a head or the end of a message (until
+ * front_parser_resume). */
+int front_parser_paused(const struct front_parser *p);
 
 /* ---- connections --------------------------------------------------------- */
 

@@ -1,0 +1,106 @@
+/* front_int.h — what the front end's connection files share (front.c:
+ * connections, timeouts, accepting, the server; front_send.c: the writes
+ * the proxy asks for): the connection and server structs and the helpers
+ * both call. Internal to proxy/http/front*.c. */
+#ifndef FENCE_FRONT_INT_H
+#define FENCE_FRONT_INT_H
+
+#include <stdint.h>
+
+#include <event2/bufferevent.h>
+#include <openssl/ssl.h>
+
+#include "front.h"
+
+#define LINGER_MS       2000
+#define LINGER_MAX      (1024 * 1024)
+
+enum conn_state {
+	CONN_IDLE,     /* waiting for (the rest of) a request head */
+	CONN_REQUEST,  /* a request is with the proxy */
+	CONN_DISCARD,  /* response done; skipping the rest of the request body */
+	CONN_CLOSING,  /* flushing the output, then lingering close */
+	CONN_LINGER,   /* write side shut; reading and dropping until EOF */
+};
+
+struct front_server {
+	struct event_base *base;
+	struct front_limits lim;
+	struct front_ops ops;
+	struct listen_set *listen;
+	struct front_conn *conns;
+	size_t nconns;
+	int draining;
+	struct event *drain_timer;
+	void (*drain_done)(void *arg);
+	void *drain_arg;
+	SSL_CTX *tls;         /* NULL: plain TCP; else every listener speaks TLS */
+	int accept_paused;    /* at max_connections: listeners paused */
+};
+
+struct front_conn {
+	struct front_server *srv;
+	struct front_conn *prev, *next;
+	struct bufferevent *bev;
+	struct front_parser *parser;
+	struct event *timer;
+	struct event *kick;
+	char peer[64];
+	enum conn_state state;
+
+	/* the current request; req is the proxy's handle while it has one */
+	void *req;
+	int req_released;     /* front_conn_request_done() was called */
+	int http10;
+	int keep_alive;
+	int expect_continue;
+	int continue_sent;
+	int body_reading;     /* the proxy asked for the body */
+	int body_stop;        /* the proxy's on_body asked to stop */
+	int body_done;
+	int64_t content_length;
+	int chunked;
+	int has_body;
+	uint64_t body_received;
+	uint64_t body_base;   /* body_received when the rate clock started */
+
+	/* the current response */
+	int resp_started;
+	int resp_ended;
+	int resp_chunked;
+	int resp_no_body;
+	int resp_close;
+	int64_t resp_length;
+	int64_t resp_sent;
+	int want_drain;
+
+	int eof;              /* the client shut its write side */
+	int dead;             /* free at the next settle */
+	enum front_abort dead_why;
+	size_t lingered;
+
+	/* monotonic milliseconds of the last progress of each kind */
+	int64_t t_idle, t_head, t_read, t_write, t_linger;
+	/* the body's rate clock: started when the body is asked for, moved on
+	 * by the time reading was paused for back-pressure (t_pause: since when) */
+	int64_t t_body, t_pause;
+};
+
+/* Monotonic milliseconds. */
+int64_t front_now_ms(void);
+/* The reason phrase of an HTTP status. */
+const char *front_status_reason(int status);
+/* Schedules conn_process on the loop (never recursively). */
+void fconn_kick(struct front_conn *c);
+/* Bytes queued for the client. */
+size_t fconn_outlen(const struct front_conn *c);
+/* Closes once the output is flushed (lingering close). */
+void fconn_close_after_flush(struct front_conn *c);
+/* Write progress: the send timeout starts again. */
+void fconn_touch_write(struct front_conn *c);
+/* The response is over: on to the next request (or close). */
+void fconn_next_request(struct front_conn *c);
+/* Starts the body's minimum-rate clock. */
+void fconn_body_clock_start(struct front_conn *c);
+
+#endif
