@@ -7,30 +7,16 @@
  * job through struct front_ops. */
 #include "front_int.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
-#include <event2/listener.h>
-#include <event2/util.h>
 
 #include <http_parser.h>
 
 #include <openssl/err.h>
-#include <openssl/ssl.h>
 
 #include "listen.h"
 #include "ops/log.h"

@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 
 const char *front_hdrs_get(const struct front_hdrs *h, const char *name)

@@ -5,11 +5,8 @@
  * body bytes and the end to callbacks; it knows nothing of connections. */
 #include "front.h"
 
-#include <ctype.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <http_parser.h>
 

@@ -4,17 +4,10 @@
  * the connection's work happens in front.c's settle. */
 #include "front_int.h"
 
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 
-#include "ops/log.h"
 
 /* ---- the API the proxy calls: flags and buffered writes only; the work
  * happens in conn_kick_cb on the next loop turn ---- */

@@ -1,0 +1,495 @@
+/* proxy_forward.c — a request's upstream transfer: the head as forwarded
+ * (hop-by-hop headers dropped, Host rewritten, the client's presign
+ * parameters stripped, in S3 mode re-signed with SigV4 of our own, payload
+ * hash passed through or UNSIGNED-PAYLOAD), the body streamed from the
+ * client (or replayed for a re-send), the answer's head and body relayed,
+ * and the upstream's failures. No fencing, no authentication. */
+#include "proxy_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "ops/log.h"
+#include "wire/sigv4.h"
+
+/* ---- forwarding ------------------------------------------------------- */
+
+/* The message's Connection header values, looked up once per message
+ * (names listed there are hop-by-hop too); all Connection headers count. */
+struct conn_tokens {
+	const char *v[8];
+	size_t n;
+	int overflow;	/* more Connection headers than v holds */
+};
+
+static void conn_tokens_find(const struct front_hdrs *all, struct conn_tokens *ct)
+{
+	ct->n = 0;
+	ct->overflow = 0;
+	for (size_t i = 0; i < all->n; i++) {
+		if (strcasecmp(all->v[i].name, "Connection") != 0)
+			continue;
+		if (ct->n < sizeof(ct->v) / sizeof(ct->v[0]))
+			ct->v[ct->n++] = all->v[i].value;
+		else
+			ct->overflow = 1;
+	}
+}
+
+static int is_hop_by_hop(const struct front_hdrs *all, const struct conn_tokens *ct,
+			 const char *name)
+{
+	static const char *const hop[] = {
+		"Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding",
+		"Upgrade", NULL,
+	};
+
+	if (strncasecmp(name, "Proxy-", 6) == 0)
+		return 1;
+	for (size_t i = 0; hop[i]; i++)
+		if (strcasecmp(name, hop[i]) == 0)
+			return 1;
+	if (ct->overflow) {
+		for (size_t i = 0; i < all->n; i++)
+			if (strcasecmp(all->v[i].name, "Connection") == 0 &&
+			    front_list_has(all->v[i].value, name))
+				return 1;
+		return 0;
+	}
+	for (size_t i = 0; i < ct->n; i++)
+		if (front_list_has(ct->v[i], name))
+			return 1;
+	return 0;
+}
+
+/* Header names the proxy sets itself on the way upstream. */
+static int is_proxy_owned(const struct proxy *p, const char *name)
+{
+	if (strcasecmp(name, "Host") == 0 || strcasecmp(name, "Content-Length") == 0 ||
+	    strcasecmp(name, "Expect") == 0)
+		return 1;
+	if (p->mode == PROXY_MODE_S3 &&
+	    (strcasecmp(name, "Authorization") == 0 || strcasecmp(name, "X-Amz-Date") == 0 ||
+	     strcasecmp(name, "X-Amz-Security-Token") == 0 ||
+	     strcasecmp(name, "X-Amz-Content-Sha256") == 0))
+		return 1;
+	return 0;
+}
+
+/* The client's query without presigned-URL authentication parameters.
+ * Returns malloc'd (possibly "") or NULL on ENOMEM. */
+static char *strip_presign_query(const char *query)
+{
+	static const char *const auth[] = {
+		"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
+		"X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token",
+		"AWSAccessKeyId", "Signature", "Expires", /* SigV2 */ NULL,
+	};
+	size_t qlen = query ? strlen(query) : 0;
+	char *out = malloc(qlen + 1);
+	size_t o = 0;
+	const char *s = query;
+
+	if (!out)
+		return NULL;
+	while (s && *s) {
+		const char *amp = strchr(s, '&');
+		size_t len = amp ? (size_t)(amp - s) : strlen(s);
+		size_t nlen = 0;
+		int drop = 0;
+
+		while (nlen < len && s[nlen] != '=')
+			nlen++;
+		for (size_t i = 0; auth[i]; i++)
+			if (nlen == strlen(auth[i]) && strncasecmp(s, auth[i], nlen) == 0)
+				drop = 1;
+		if (!drop && len) {
+			if (o)
+				out[o++] = '&';
+			memcpy(out + o, s, len);
+			o += len;
+		}
+		s = amp ? amp + 1 : s + len;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* Signs the forwarded request (S3 mode): adds x-amz-date,
+ * x-amz-content-sha256, x-amz-security-token and Authorization to fwd. */
+static int sign_forward(struct proxy_req *req, struct front_hdrs *fwd,
+			const char *path, const char *query)
+{
+	struct proxy *p = req->p;
+	struct sigv4_header *sh = NULL;
+	struct sigv4_credentials cred = { p->access_key, p->secret_key, p->session_token };
+	struct sigv4_request sr;
+	const char *payload = front_hdrs_get(&req->msg->hdrs, "X-Amz-Content-Sha256");
+	char amz_date[17];
+	char *auth = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (!payload || !*payload)
+		payload = SIGV4_UNSIGNED;
+	sigv4_amz_date(time(NULL), amz_date);
+	if (front_hdrs_add(fwd, "x-amz-date", amz_date) < 0 ||
+	    front_hdrs_add(fwd, "x-amz-content-sha256", payload) < 0 ||
+	    (p->session_token && front_hdrs_add(fwd, "x-amz-security-token", p->session_token) < 0))
+		goto out;
+	sh = calloc(fwd->n, sizeof(*sh));
+	if (!sh)
+		goto out;
+	/* sign host, every x-amz-* (S3 refuses unsigned ones), content-md5
+	 * and content-type: headers libcurl sends exactly as given */
+	for (size_t i = 0; i < fwd->n; i++) {
+		const char *name = fwd->v[i].name;
+
+		if (strcasecmp(name, "Host") == 0 || strncasecmp(name, "x-amz-", 6) == 0 ||
+		    strcasecmp(name, "Content-MD5") == 0 || strcasecmp(name, "Content-Type") == 0) {
+			sh[n].name = name;
+			sh[n].value = fwd->v[i].value;
+			n++;
+		}
+	}
+	memset(&sr, 0, sizeof(sr));
+	sr.method = req->msg->method;
+	sr.path = path;
+	sr.query = query;
+	sr.headers = sh;
+	sr.nheaders = n;
+	sr.payload_hash = payload;
+	sr.s3 = 1;
+	auth = sigv4_authorization(&sr, &cred, p->region, "s3", amz_date);
+	if (!auth || front_hdrs_add(fwd, "Authorization", auth) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(auth);
+	free(sh);
+	return rc;
+}
+
+static size_t up_read_body(void *arg, char *buf, size_t len);
+static int up_on_head(void *arg, int status, struct front_hdrs *hdrs);
+static int up_on_body(void *arg, const char *data, size_t len);
+static void up_on_done(void *arg, enum upstream_result res, const char *detail);
+
+static const struct upstream_ops up_ops = {
+	.read_body = up_read_body,
+	.on_head = up_on_head,
+	.on_body = up_on_body,
+	.on_done = up_on_done,
+};
+
+void preq_start_body_reading(struct proxy_req *req)
+{
+	if (req->body_reading || !req->conn)
+		return;
+	req->body_reading = 1;
+	front_conn_read_body(req->conn);
+}
+
+/* Builds and starts one upstream attempt. On failure the request is
+ * answered (500/502/501) and finished. */
+void preq_start_forward(struct proxy_req *req)
+{
+	struct proxy *p = req->p;
+	const struct front_msg *m = req->msg;
+	struct front_hdrs fwd = {0};
+	struct conn_tokens ct;
+	struct upstream_request ur;
+	char *query = NULL, *path = NULL, *url = NULL;
+	char err[256];
+	size_t ulen;
+
+	if (!p->up) {
+		proxy_req_reply_error(req, 501, "NotImplemented",
+				      "no upstream is configured (the embedded store is not wired yet)",
+				      NULL);
+		return;
+	}
+	if (req->has_filter && req->filtered_length == 0 && !req->body_ended) {
+		/* an empty upstream body would complete before the client's
+		 * body was verified: wait for it */
+		req->defer_forward = 1;
+		req->phase = PH_FORWARD;
+		preq_start_body_reading(req);
+		return;
+	}
+	if (req->attempts > 0 && !proxy_req_can_resend(req)) {
+		proxy_req_reply_error(req, 502, "BadGateway",
+				      "the request body was streamed and cannot be re-sent", NULL);
+		return;
+	}
+	conn_tokens_find(&m->hdrs, &ct);
+	for (size_t i = 0; i < m->hdrs.n; i++) {
+		const char *name = m->hdrs.v[i].name;
+
+		if (is_hop_by_hop(&m->hdrs, &ct, name) || is_proxy_owned(p, name))
+			continue;
+		if (front_hdrs_add(&fwd, name, m->hdrs.v[i].value) < 0)
+			goto nomem;
+	}
+	if (front_hdrs_add(&fwd, "Host", p->up_host) < 0)
+		goto nomem;
+	query = p->mode == PROXY_MODE_S3 ? strip_presign_query(m->query)
+					 : strdup(m->query ? m->query : "");
+	if (!query)
+		goto nomem;
+	if (asprintf(&path, "%s%s", p->up_base, strcmp(m->path, "*") ? m->path : "/") < 0) {
+		path = NULL;
+		goto nomem;
+	}
+	if (p->mode == PROXY_MODE_S3 && sign_forward(req, &fwd, path, query) < 0) {
+		proxy_req_reply_error(req, 500, "InternalError",
+				      "cannot sign the request for upstream", NULL);
+		goto out;
+	}
+	ulen = strlen(p->up_origin) + strlen(path) + strlen(query) + 2;
+	url = malloc(ulen);
+	if (!url)
+		goto nomem;
+	snprintf(url, ulen, "%s%s%s%s", p->up_origin, path, *query ? "?" : "", query);
+
+	memset(&ur, 0, sizeof(ur));
+	ur.method = m->method;
+	ur.url = url;
+	ur.hdrs = &fwd;
+	if (req->has_filter && req->filtered_length >= 0)
+		ur.body_length = req->filtered_length;
+	else
+		ur.body_length = m->chunked ? -2 : m->content_length >= 0 ? m->content_length : -1;
+	ur.expect_continue = m->expect_continue;
+	ur.head = m->head;
+	req->sent_off = 0;
+	req->resp_hdrs = NULL;
+	req->xfer = upstream_start(p->up, &ur, &up_ops, req, err, sizeof(err));
+	if (!req->xfer) {
+		proxy_req_reply_error(req, 502, "BadGateway", err, NULL);
+		goto out;
+	}
+	preq_hold(req); /* the transfer's reference */
+	req->attempts++;
+	req->phase = PH_FORWARD;
+	log_debug("request \"%s\" forwarded to \"%s\" (attempt %d)", req->id, url, req->attempts);
+	preq_start_body_reading(req);
+	goto out;
+nomem:
+	proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
+out:
+	front_hdrs_clear(&fwd);
+	free(query);
+	free(path);
+	free(url);
+}
+
+static void resend_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_req *req = arg;
+
+	if (!req->finished) {
+		if (req->client_gone)
+			preq_finish(req, PROXY_OUT_CLIENT_GONE);
+		else
+			preq_start_forward(req);
+	}
+	preq_put(req);
+}
+
+/* Re-sends on the next loop turn (never from inside a libcurl callback). */
+static void schedule_resend(struct proxy_req *req)
+{
+	struct timeval zero = {0, 0};
+
+	req->phase = PH_FORWARD;
+	preq_hold(req);
+	if (event_base_once(req->p->base, -1, EV_TIMEOUT, resend_cb, req, &zero) < 0) {
+		preq_put(req);
+		proxy_req_reply_error(req, 500, "InternalError", "cannot schedule a re-send", NULL);
+	}
+}
+
+/* Drops the current transfer from inside its own callback. */
+void preq_drop_xfer(struct proxy_req *req)
+{
+	if (!req->xfer)
+		return;
+	upstream_cancel(req->xfer);
+	req->xfer = NULL;
+	req->resp_hdrs = NULL;
+	preq_put(req);
+}
+
+static size_t up_read_body(void *arg, char *buf, size_t len)
+{
+	struct proxy_req *req = arg;
+	size_t total = evbuffer_get_length(req->body);
+	size_t pending = total - req->sent_off;
+	size_t n;
+
+	if (pending == 0) {
+		if (req->body_ended)
+			return 0;
+		if (req->body_stopped && req->conn) {
+			req->body_stopped = 0;
+			front_conn_read_body(req->conn);
+		}
+		return UPSTREAM_BODY_WAIT;
+	}
+	n = len < pending ? len : pending;
+	if (req->keep_body) {
+		struct evbuffer_ptr pos;
+
+		if (evbuffer_ptr_set(req->body, &pos, req->sent_off, EVBUFFER_PTR_SET) < 0 ||
+		    evbuffer_copyout_from(req->body, &pos, buf, n) < 0)
+			return UPSTREAM_BODY_FAIL;
+		req->sent_off += n;
+	} else if (evbuffer_remove(req->body, buf, n) < 0) {
+		return UPSTREAM_BODY_FAIL;
+	}
+	if (req->body_stopped && pending - n < req->p->body_window / 2 && req->conn) {
+		req->body_stopped = 0;
+		front_conn_read_body(req->conn);
+	}
+	return n;
+}
+
+/* Sends the upstream head to the client. */
+static int relay_head(struct proxy_req *req, int status, const struct front_hdrs *up)
+{
+	struct front_hdrs out = {0};
+	struct conn_tokens ct;
+	const char *cl = front_hdrs_get(up, "Content-Length");
+	const char *te = front_hdrs_get(up, "Transfer-Encoding");
+	int64_t length = -1;
+	int rc;
+
+	conn_tokens_find(up, &ct);
+	for (size_t i = 0; i < up->n; i++) {
+		const char *name = up->v[i].name;
+
+		if (is_hop_by_hop(up, &ct, name) || strcasecmp(name, "Content-Length") == 0)
+			continue;
+		if (front_hdrs_add(&out, name, up->v[i].value) < 0) {
+			front_hdrs_clear(&out);
+			return -1;
+		}
+	}
+	if (!te && cl && *cl && strspn(cl, "0123456789") == strlen(cl) && strlen(cl) <= 18)
+		length = strtoll(cl, NULL, 10);
+	req->status = status;
+	rc = front_conn_send_head(req->conn, status, NULL, &out, length,
+				  preq_resp_no_body(req, status), 0);
+	front_hdrs_clear(&out);
+	return rc;
+}
+
+static int up_on_head(void *arg, int status, struct front_hdrs *hdrs)
+{
+	struct proxy_req *req = arg;
+	enum proxy_resp_action act = PROXY_RESP_RELAY;
+	int rc = -1;
+
+	preq_hold(req);
+	req->upstream_status = status;
+	req->resp_hdrs = hdrs;
+	if (req->client_gone || req->finished)
+		goto out;
+	if (req->on_response)
+		act = req->on_response(req, req->on_response_arg);
+	if (req->finished)
+		goto out; /* the hook replied */
+	switch (act) {
+	case PROXY_RESP_RELAY:
+		if (!req->conn || relay_head(req, status, hdrs) < 0) {
+			preq_drop_xfer(req);
+			preq_finish(req, PROXY_OUT_CLIENT_GONE);
+			goto out;
+		}
+		req->phase = PH_RELAY;
+		rc = 0;
+		break;
+	case PROXY_RESP_REPLACED:
+		if (!req->replied)
+			proxy_req_reply_error(req, 500, "InternalError",
+					      "a response hook replaced the response without a reply",
+					      NULL);
+		preq_drop_xfer(req);
+		break;
+	case PROXY_RESP_RESEND:
+		preq_drop_xfer(req);
+		if (!proxy_req_can_resend(req))
+			proxy_req_reply_error(req, 502, "BadGateway",
+					      "the request body was streamed and cannot be re-sent",
+					      NULL);
+		else
+			schedule_resend(req);
+		break;
+	case PROXY_RESP_SUSPEND:
+		preq_drop_xfer(req);
+		req->phase = PH_RESP_SUSPENDED;
+		preq_hold(req); /* kept until proxy_req_resume, even after a reply */
+		req->suspend_held = 1;
+		break;
+	}
+out:
+	preq_put(req);
+	return rc;
+}
+
+static int up_on_body(void *arg, const char *data, size_t len)
+{
+	struct proxy_req *req = arg;
+
+	if (req->finished || !req->conn || req->phase != PH_RELAY)
+		return -1;
+	if (front_conn_output_len(req->conn) >= req->p->output_window) {
+		front_conn_want_drain(req->conn);
+		return 1;
+	}
+	if (front_conn_send_body(req->conn, data, len) < 0)
+		return -1;
+	req->bytes_out += len;
+	if (req->on_resp_body)
+		req->on_resp_body(req, data, len, req->on_resp_body_arg);
+	return 0;
+}
+
+static void up_on_done(void *arg, enum upstream_result res, const char *detail)
+{
+	struct proxy_req *req = arg;
+
+	req->xfer = NULL;
+	req->resp_hdrs = NULL;
+	if (req->finished) {
+		preq_put(req);
+		return;
+	}
+	if (req->phase == PH_RELAY) {
+		if (res == UPSTREAM_OK) {
+			front_conn_send_end(req->conn);
+			preq_finish(req, PROXY_OUT_UPSTREAM);
+		} else {
+			log_warn("request \"%s\": upstream broke mid-response: \"%s\" (%s)",
+				 req->id, upstream_strerror(res), detail);
+			if (req->conn) {
+				front_conn_abort(req->conn);
+				req->conn = NULL;
+			}
+			preq_finish(req, PROXY_OUT_UPSTREAM_ERROR);
+		}
+	} else if (req->phase == PH_FORWARD) {
+		char msg[512];
+		int timeout = res == UPSTREAM_TIMEOUT;
+
+		snprintf(msg, sizeof(msg), "upstream %s: %s", upstream_strerror(res), detail);
+		req->upstream_failed = 1; /* the summary says so, not "local" */
+		proxy_req_reply_error(req, timeout ? 504 : 502,
+				      timeout ? "GatewayTimeout" : "BadGateway", msg, NULL);
+	}
+	preq_put(req); /* the transfer's reference */
+}
+
