@@ -444,29 +444,38 @@ static int64_t written_at(const struct lock *lk, const struct store_result *res)
 	return timesrc_wall_ms(lk->time) / 1000;
 }
 
-/* After an ambiguous write: is the file there, and is it ours (by nonce)?
+int lock_read_back(struct lock *lk, const char *key, struct store_result *res,
+		   struct lock_payload *p, int *parsed, char *err, size_t errlen)
+{
+	enum store_code sc = store_get(lk->st, key, res);
+
+	*parsed = 0;
+	if (sc == STORE_NOT_FOUND)
+		return -1;
+	if (sc != STORE_OK) {
+		lock_store_error(err, errlen, "reading back", key, sc, res);
+		return -2;
+	}
+	*parsed = lock_payload_parse(res->body, res->body_len, p) == 0;
+	res->last_modified = written_at(lk, res);
+	return 1;
+}
+
+/* After an ambiguous create: is the file there, and is it ours (by nonce)?
  * Returns 1 ours (etag/lm filled), 0 someone else's, -1 absent, -2 failed. */
 static int read_back_nonce(struct lock *lk, const char *key, const char *nonce,
 			   struct lock_created *out, char *err, size_t errlen)
 {
 	struct store_result res = STORE_RESULT_INIT;
 	struct lock_payload p;
-	enum store_code sc;
-	int r;
+	int parsed, r = lock_read_back(lk, key, &res, &p, &parsed, err, errlen);
 
-	sc = store_get(lk->st, key, &res);
-	if (sc == STORE_NOT_FOUND) {
-		r = -1;
-	} else if (sc != STORE_OK) {
-		lock_store_error(err, errlen, "reading back", key, sc, &res);
-		r = -2;
-	} else if (lock_payload_parse(res.body, res.body_len, &p) == 0 &&
-		   nonce[0] && strcmp(p.nonce, nonce) == 0) {
-		snprintf(out->etag, sizeof(out->etag), "%s", res.etag);
-		out->last_modified = written_at(lk, &res);
-		r = 1;
-	} else {
-		r = 0;
+	if (r == 1) {
+		r = parsed && nonce[0] && strcmp(p.nonce, nonce) == 0;
+		if (r) {
+			snprintf(out->etag, sizeof(out->etag), "%s", res.etag);
+			out->last_modified = res.last_modified;
+		}
 	}
 	store_result_clear(&res);
 	return r;

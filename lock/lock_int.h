@@ -63,6 +63,12 @@ int64_t lock_margin_for(const struct lock *lk, int64_t ttl_ms);
 void lock_cache_latest(struct lock *lk, uint64_t epoch, const struct lock_payload *p,
 		       const char *etag, int64_t last_modified);
 
+/* Reads key back after a write whose answer was lost: 1 read (res filled,
+ * its last_modified the server's write time; *parsed set when p could be
+ * read from it), -1 absent, -2 failed (err set). The caller clears res. */
+int lock_read_back(struct lock *lk, const char *key, struct store_result *res,
+		   struct lock_payload *p, int *parsed, char *err, size_t errlen);
+
 /* Reads epoch file `epoch` into info and the cache. *missing = 1 when it
  * does not exist; *parsed_out (may be NULL) = 1 when its payload could be
  * read. LOCK_OK, or LOCK_ERR_* with a message in err. */

@@ -86,25 +86,15 @@ static int rewrite_outcome(struct lock *lk, const char *key, const char *old_eta
 {
 	struct store_result res = STORE_RESULT_INIT;
 	struct lock_payload p;
-	enum store_code sc;
-	int r;
+	int parsed, r = lock_read_back(lk, key, &res, &p, &parsed, err, errlen);
 
-	sc = store_get(lk->st, key, &res);
-	if (sc == STORE_NOT_FOUND) {
-		r = -1;
-	} else if (sc != STORE_OK) {
-		lock_store_error(err, errlen, "reading back", key, sc, &res);
-		r = -2;
-	} else if (strcmp(res.etag, old_etag) == 0) {
+	if (r == 1 && strcmp(res.etag, old_etag) == 0) {
 		r = 0;
-	} else if (lock_payload_parse(res.body, res.body_len, &p) == 0 &&
-		   strcmp(p.nonce, want->nonce) == 0 && p.renewals == want->renewals &&
-		   p.expired == want->expired) {
+	} else if (r == 1 && parsed && strcmp(p.nonce, want->nonce) == 0 &&
+		   p.renewals == want->renewals && p.expired == want->expired) {
 		snprintf(out->etag, sizeof(out->etag), "%s", res.etag);
-		out->last_modified = res.last_modified ? res.last_modified :
-				     timesrc_wall_ms(lk->time) / 1000;
-		r = 1;
-	} else {
+		out->last_modified = res.last_modified;
+	} else if (r == 1) {
 		r = -1;
 	}
 	store_result_clear(&res);
