@@ -216,6 +216,23 @@ const struct policy_route *policy_route_for(const struct policy *p, const char *
 /* The lock with that name, or NULL. */
 const struct policy_lock *policy_lock_by_name(const struct policy *p, const char *name);
 
+enum policy_pick {
+	POLICY_PICK_LOCK = 0,       /* *lock is the write's lock */
+	POLICY_PICK_NO_ROUTE,       /* no route covers the path: unrouted_writes decides */
+	POLICY_PICK_NAME_FORBIDDEN, /* the request named another lock than the
+				     * route's, and the route does not allow it */
+	POLICY_PICK_NAME_UNKNOWN,   /* the route allows naming one, but no lock
+				     * of that name is configured */
+};
+
+/* The lock that fences a write to path (decoded), by the route covering it
+ * (*route, NULL when none) and the lock the request named (named: NULL
+ * when it named none): the route's lock, or with allow_lock_header any
+ * configured lock it names. Both modes' one rule. */
+enum policy_pick policy_pick_lock(const struct policy *p, const char *path, const char *named,
+				  const struct policy_route **route,
+				  const struct policy_lock **lock);
+
 /* S3 mode: the client with that access key, or NULL. O(log n). */
 const struct policy_client *policy_client_by_key(const struct policy *p, const char *access_key);
 

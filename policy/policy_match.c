@@ -29,6 +29,25 @@ int policy_prefix_matches(const char *prefix, const char *path)
 	return path[n] == '\0' || path[n] == '/';
 }
 
+enum policy_pick policy_pick_lock(const struct policy *p, const char *path, const char *named,
+				  const struct policy_route **route,
+				  const struct policy_lock **lock)
+{
+	*route = policy_route_for(p, path);
+	*lock = NULL;
+	if (!*route)
+		return POLICY_PICK_NO_ROUTE;
+	*lock = (*route)->lock;
+	if (!named || strcmp(named, (*lock)->name) == 0)
+		return POLICY_PICK_LOCK;
+	if (!(*route)->allow_lock_header) {
+		*lock = NULL;
+		return POLICY_PICK_NAME_FORBIDDEN;
+	}
+	*lock = policy_lock_by_name(p, named);
+	return *lock ? POLICY_PICK_LOCK : POLICY_PICK_NAME_UNKNOWN;
+}
+
 const struct policy_route *policy_route_for(const struct policy *p, const char *path)
 {
 	/* routes are sorted longest prefix first: the first match wins */

@@ -162,7 +162,8 @@ static struct lockreg_entry *http_lock_for(struct freq *fr, enum proxy_action *a
 	enum token_lock_status ls;
 	struct lockreg_entry *lk;
 	const char *why = NULL;
-	bool header_ok = pol == NULL;
+	/* without a config the request names its lock (X-Fencing-Lock) */
+	enum policy_pick pick = POLICY_PICK_LOCK;
 
 	*act = PROXY_HANDLED;
 	ls = token_lock_from_request(proxy_req_header(req, "X-Fencing-Lock"),
@@ -181,12 +182,10 @@ static struct lockreg_entry *http_lock_for(struct freq *fr, enum proxy_action *a
 				    false, 0);
 			return NULL;
 		}
-		route = policy_route_for(pol, path);
+		pick = policy_pick_lock(pol, path, ls == TOKEN_LOCK_OK ? name : NULL, &route, &pl);
 		if (route) {
-			pl = route->lock;
 			fr->fenced_methods = route->methods;
 			fr->strict = route->strict;
-			header_ok = route->allow_lock_header;
 		} else if (pol->unrouted_writes == POLICY_UNROUTED_REJECT) {
 			if (!(method_bit(proxy_req_method(req)) & FENCE_METHODS_DEFAULT)) {
 				*act = PROXY_PASS;
@@ -208,20 +207,14 @@ static struct lockreg_entry *http_lock_for(struct freq *fr, enum proxy_action *a
 		*act = PROXY_PASS;
 		return NULL;
 	}
-	if (ls == TOKEN_LOCK_OK && !header_ok && !(pl && strcmp(pl->name, name) == 0)) {
+	if (pick == POLICY_PICK_NAME_FORBIDDEN || pick == POLICY_PICK_NAME_UNKNOWN ||
+	    (pick == POLICY_PICK_NO_ROUTE && ls == TOKEN_LOCK_OK)) {
+		/* unrouted (bucket_lock): the path names the lock, not the request */
 		fr->verdict = "refused";
 		fencing_reply_error(fr, 400, "InvalidFencingLock",
-			    "this route does not let a request name its lock", false, 0);
+				    pick == POLICY_PICK_NAME_UNKNOWN ? "no lock of that name is configured"
+				    : "this route does not let a request name its lock", false, 0);
 		return NULL;
-	}
-	if (ls == TOKEN_LOCK_OK && pol && header_ok) {
-		pl = policy_lock_by_name(pol, name);
-		if (!pl) {
-			fr->verdict = "refused";
-			fencing_reply_error(fr, 400, "InvalidFencingLock", "no lock of that name is configured",
-				    false, 0);
-			return NULL;
-		}
 	}
 	if (pl) {
 		lk = lockreg_get_at(f->locks, pl->name, pl->store, pl->prefix, 1, &why);

@@ -497,6 +497,7 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 	const struct policy_lock *pl = NULL;
 	char name[TOKEN_LOCK_NAME_MAX + 1], path[8192];
 	enum token_lock_status ls;
+	enum policy_pick pick;
 	struct lockreg_entry *lk;
 	const char *why = NULL;
 
@@ -530,22 +531,17 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 		if (ce && lockreg_in_bucket(ce, fr->bucket))
 			return ce;
 	}
-	route = policy_route_for(pol, path);
+	pick = policy_pick_lock(pol, path, ls == TOKEN_LOCK_OK ? name : NULL, &route, &pl);
+	if (pick == POLICY_PICK_NAME_FORBIDDEN || pick == POLICY_PICK_NAME_UNKNOWN) {
+		fr->verdict = "refused";
+		fencing_reply_error(fr, 400, "InvalidFencingLock",
+				    pick == POLICY_PICK_NAME_UNKNOWN ? "no lock of that name is configured"
+				    : "this route does not let a request name its lock", false, 0);
+		return NULL;
+	}
 	if (route) {
-		pl = route->lock;
 		fr->fenced_methods = route->methods;
 		fr->strict = route->strict;
-		if (ls == TOKEN_LOCK_OK && strcmp(name, pl->name) != 0) {
-			pl = route->allow_lock_header ? policy_lock_by_name(pol, name) : NULL;
-			if (!pl) {
-				fr->verdict = "refused";
-				fencing_reply_error(fr, 400, "InvalidFencingLock",
-					    route->allow_lock_header ? "no lock of that name is configured"
-					    : "this route does not let a request name its lock",
-					    false, 0);
-				return NULL;
-			}
-		}
 		lk = lockreg_get_at(f->locks, pl->name, pl->store, pl->prefix, 1, &why);
 	} else if (pol->unrouted_writes == POLICY_UNROUTED_REJECT) {
 		fr->verdict = "refused";

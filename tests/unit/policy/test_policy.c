@@ -606,6 +606,45 @@ static void test_permissions(void **state)
 	policy_free(p);
 }
 
+/* Both modes' one rule for the lock of a write (policy_pick_lock). */
+static void test_pick_lock(void **state)
+{
+	struct policy *p = parse_ok(
+		"{\"mode\":\"http\",\"upstream\":{\"endpoint\":\"http://127.0.0.1:9000\"},"
+		"\"lock_store\":\"file:///var/l\","
+		"\"locks\":[{\"name\":\"a\"},{\"name\":\"b\"}],"
+		"\"routes\":[{\"prefix\":\"/a/\",\"lock\":\"a\"},"
+		"{\"prefix\":\"/open/\",\"lock\":\"a\",\"allow_lock_header\":true}]}");
+	static const struct {
+		const char *path, *named;
+		enum policy_pick want;
+		const char *lock;
+	} rows[] = {
+		{ "/a/x", NULL, POLICY_PICK_LOCK, "a" },
+		{ "/a/x", "a", POLICY_PICK_LOCK, "a" },          /* naming the route's own */
+		{ "/a/x", "b", POLICY_PICK_NAME_FORBIDDEN, NULL },
+		{ "/open/x", "b", POLICY_PICK_LOCK, "b" },
+		{ "/open/x", "zz", POLICY_PICK_NAME_UNKNOWN, NULL },
+		{ "/open/x", NULL, POLICY_PICK_LOCK, "a" },
+		{ "/elsewhere", NULL, POLICY_PICK_NO_ROUTE, NULL },
+		{ "/elsewhere", "a", POLICY_PICK_NO_ROUTE, NULL },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct policy_route *route;
+		const struct policy_lock *lock;
+		enum policy_pick got = policy_pick_lock(p, rows[i].path, rows[i].named, &route, &lock);
+
+		if (got != rows[i].want || (rows[i].lock ? !lock || strcmp(lock->name, rows[i].lock)
+							 : lock != NULL))
+			fail_msg("%s named %s: got %d lock %s", rows[i].path,
+				 rows[i].named ? rows[i].named : "-", (int)got, lock ? lock->name : "-");
+		assert_true((route != NULL) == (got != POLICY_PICK_NO_ROUTE));
+	}
+	policy_free(p);
+}
+
 static void test_http_mode(void **state)
 {
 	struct policy *p = parse_ok(
@@ -838,6 +877,7 @@ int main(void)
 		cmocka_unit_test(test_lock_store_defaults),
 		cmocka_unit_test(test_policy_default),
 		cmocka_unit_test(test_path_decode),
+		cmocka_unit_test(test_pick_lock),
 		cmocka_unit_test(test_examples),
 		cmocka_unit_test(test_readme_documents_every_key),
 	};
