@@ -153,7 +153,7 @@ sim: $(SIM_BIN)
 # the checker shown to catch issue 7's old logic and an unfenced control
 sim-smoke: $(SIM_BIN)
 	$(Q)$(SIM_BIN) --seeds 2000
-	$(Q)$(SIM_BIN) --seeds 2000 --mode s3 --identical
+	$(Q)$(SIM_BIN) --seeds 6000 --first-seed 2000001 --mode s3 --identical
 	$(Q)for old in "--mode s3 --old-idle" "--mode s3 --old-renew" \
 		"--mode s3 --identical --old-cas" "--mode http --old-barrier" "--mode s3 --unfenced"; do \
 		out=$$($(SIM_BIN) --seeds 3000 $$old --expect-violations) || \

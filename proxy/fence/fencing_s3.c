@@ -266,15 +266,37 @@ enum proxy_action fencing_step_cas(struct freq *fr)
 	return cas_act(fr, &st, 0);
 }
 
+/* 409 if the lock moved past the write's epoch while it waited (for a HEAD,
+ * a reload): it goes with the newest knowledge there is, not with what was
+ * known at its decision. Returns 1 after replying. */
+static int superseded_meanwhile(struct freq *fr, enum proxy_action *act)
+{
+	struct lockreg_entry *e = fr->lock;
+	char msg[160];
+
+	if (fr->epoch >= e->high_water && !lockreg_epoch_released(e, fr->epoch))
+		return 0;
+	snprintf(msg, sizeof(msg), "epoch %" PRIu64 " was superseded (current epoch %" PRIu64
+		 ") while this write waited", fr->epoch, e->high_water);
+	fr->verdict = fence_strverdict(FENCE_REJECT_STALE);
+	fr->current = e->high_water;
+	*act = fencing_reply_error(fr, 409, "FencingTokenStale", msg, true, e->high_water);
+	return 1;
+}
+
 static enum proxy_action cas_after_head(struct freq *fr, int after_response)
 {
 	struct objcas_in in;
 	struct objcas_step st;
+	enum proxy_action act;
 
 	cas_input(fr, &in, after_response);
 	objcas_after_head(&in, &st);
 	if (fr->head_found > 0 && st.action != OBJCAS_STALE)
 		objcache_put(fr->f->objects, fr->bucket, fr->key, fr->head_etag, fr->head_epoch);
+	if ((st.action == OBJCAS_IF_MATCH || st.action == OBJCAS_IF_ABSENT) &&
+	    superseded_meanwhile(fr, &act))
+		return act;
 	if (after_response && (st.action == OBJCAS_IF_MATCH || st.action == OBJCAS_IF_ABSENT))
 		fr->cas_resends++;
 	return cas_act(fr, &st, after_response);
@@ -375,15 +397,8 @@ static void cas_reloaded(struct lockreg_entry *e, int ok, void *arg)
 		proxy_req_resume(fr->req, fencing_reply_error(fr, 503, "SlowDown", msg, false, 0));
 		return;
 	}
-	if (fr->epoch < e->high_water || lockreg_epoch_released(e, fr->epoch)) {
-		char msg[160];
-
-		snprintf(msg, sizeof(msg), "epoch %" PRIu64 " was superseded (current epoch %" PRIu64
-			 ") while the object changed under this write", fr->epoch, e->high_water);
-		fr->verdict = fence_strverdict(FENCE_REJECT_STALE);
-		fr->current = e->high_water;
-		proxy_req_resume(fr->req, fencing_reply_error(fr, 409, "FencingTokenStale", msg, true,
-							       e->high_water));
+	if (superseded_meanwhile(fr, &act)) {
+		proxy_req_resume(fr->req, act);
 		return;
 	}
 	act = start_head(fr, 1);
