@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -265,16 +266,32 @@ int fencectl_report(enum lock_code rc, const char *err)
 	}
 }
 
+/* remaining_ms is a contender's view: the lease left by the store's
+ * clock, whose timestamps have one-second resolution, rounded up so that a
+ * live lease is never taken early. So a lease just taken for 30 s shows up
+ * to 31 s: "free in at most". */
 void fencectl_print_held(const char *name, const struct lock_info *who)
 {
 	if (who->state == LOCK_STATE_UNREADABLE)
 		fprintf(stderr, "fencectl: lock \"%s\" is held by an unreadable lock file "
-			"(epoch %" PRIu64 ") for another %.1fs\n", name, who->epoch,
+			"(epoch %" PRIu64 "); free in at most %.1fs\n", name, who->epoch,
 			(double)who->remaining_ms / 1000.0);
 	else
-		fprintf(stderr, "fencectl: lock \"%s\" is held by \"%s\" (epoch %" PRIu64 ") "
-			"for another %.1fs\n", name, who->payload.leader_id, who->epoch,
-			(double)who->remaining_ms / 1000.0);
+		fprintf(stderr, "fencectl: lock \"%s\" is held by \"%s\" (epoch %" PRIu64 "); "
+			"free in at most %.1fs (store time, rounded up)\n", name,
+			who->payload.leader_id, who->epoch, (double)who->remaining_ms / 1000.0);
+}
+
+/* acquire --wait on a terminal: one line, rewritten, while it waits. */
+static void print_wait(const struct lock_info *who, int64_t waited_ms, void *arg)
+{
+	const char *name = arg;
+
+	fprintf(stderr, "\rfencectl: waiting %.0fs for lock \"%s\": held by \"%s\" (epoch %"
+		PRIu64 "), free in at most %.1fs   ", (double)waited_ms / 1000.0, name,
+		who->state == LOCK_STATE_UNREADABLE ? "?" : who->payload.leader_id, who->epoch,
+		(double)who->remaining_ms / 1000.0);
+	fflush(stderr);
 }
 
 static void print_json(cJSON *obj)
@@ -317,8 +334,9 @@ static void print_info_line(const char *name, const struct lock_info *info)
 		printf("lock \"%s\": free (no epoch yet)\n", name);
 		break;
 	case LOCK_STATE_HELD:
-		printf("lock \"%s\": held by \"%s\", epoch %" PRIu64 ", %.1fs left\n", name,
-		       info->payload.leader_id, info->epoch, (double)info->remaining_ms / 1000.0);
+		printf("lock \"%s\": held by \"%s\", epoch %" PRIu64 ", free in at most %.1fs "
+		       "(store time, rounded up)\n", name, info->payload.leader_id, info->epoch,
+		       (double)info->remaining_ms / 1000.0);
 		break;
 	case LOCK_STATE_UNREADABLE:
 		printf("lock \"%s\": unreadable lock file at epoch %" PRIu64 ", counts as held "
@@ -344,7 +362,13 @@ static int cmd_acquire(const struct cli *c, struct lock *lk)
 	cJSON *o;
 
 	memset(&who, 0, sizeof(who));
+	if (c->wait_ms > 0 && isatty(STDERR_FILENO)) {
+		ao.on_wait = print_wait;
+		ao.on_wait_arg = (void *)lock_name(lk);
+	}
 	rc = lock_acquire(lk, &ao, &g, &who, err, sizeof(err));
+	if (ao.on_wait)
+		fputc('\n', stderr); /* end the progress line */
 	if (rc == LOCK_HELD || (rc == LOCK_ERR_TIMEOUT && who.epoch)) {
 		fencectl_print_held(lock_name(lk), &who);
 		return EXIT_HELD;
@@ -552,8 +576,19 @@ static int proxy_command(const struct cli *c)
 			cJSON_AddNumberToObject(req, "ttlMs", (double)c->ttl_ms);
 		if (c->has_wait)
 			cJSON_AddNumberToObject(req, "waitMs", (double)c->wait_ms);
-		if (c->holder)
+		if (c->holder) {
 			cJSON_AddStringToObject(req, "holder", c->holder);
+		} else {
+			/* the holder is this process, as with --store, not the
+			 * proxy's (its default) */
+			char host[200], me[256];
+
+			if (gethostname(host, sizeof(host)) != 0)
+				snprintf(host, sizeof(host), "unknown");
+			host[sizeof(host) - 1] = '\0';
+			snprintf(me, sizeof(me), "%s-%ld", host, (long)getpid());
+			cJSON_AddStringToObject(req, "holder", me);
+		}
 		timeout_ms += (long)c->wait_ms;
 		snprintf(path, sizeof(path), "/_fence/locks/%s/acquire", name);
 	} else if (strcmp(cmd, "renew") == 0 || strcmp(cmd, "release") == 0) {
@@ -584,8 +619,8 @@ static int proxy_command(const struct cli *c)
 			      api_error_code(reply, "LockLost"))) {
 		holder = cJSON_GetObjectItemCaseSensitive(reply, "holder");
 		if (api_error_code(reply, "LockHeld"))
-			fprintf(stderr, "fencectl: lock \"%s\" is held by \"%s\" (epoch %.0f) "
-				"for another %.1fs\n", name,
+			fprintf(stderr, "fencectl: lock \"%s\" is held by \"%s\" (epoch %.0f); "
+				"free in at most %.1fs\n", name,
 				cJSON_IsString(holder) ? holder->valuestring : "?",
 				api_number(reply, "epoch"), api_number(reply, "retryAfterMs") / 1000.0);
 		else

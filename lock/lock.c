@@ -655,6 +655,8 @@ enum lock_code lock_acquire(struct lock *lk, const struct lock_acquire_opts *ao,
 			nap = info.remaining_ms;
 		if (nap > left)
 			nap = left;
+		if (ao->on_wait)
+			ao->on_wait(&info, wait_ms - left, ao->on_wait_arg);
 		timesrc_sleep_ms(lk->time, nap > 0 ? nap : 1);
 	}
 }

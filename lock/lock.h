@@ -163,6 +163,10 @@ struct lock_acquire_opts {
 			       * NULL: none */
 	int64_t ttl_ms;       /* lease; 0: 30000 */
 	int64_t wait_ms;      /* 0: try once; >0: retry with backoff until then */
+	/* while waiting, before each pause: who holds it and how long we have
+	 * waited (for a progress line); may be NULL */
+	void (*on_wait)(const struct lock_info *holder, int64_t waited_ms, void *arg);
+	void *on_wait_arg;
 };
 
 /* Acquire: LOCK_OK and *grant filled; LOCK_HELD with *holder_info (may be

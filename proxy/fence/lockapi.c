@@ -410,7 +410,7 @@ static const char *parse_args(struct api_req *ar)
 {
 	cJSON *obj = NULL;
 	const cJSON *v;
-	const char *bad = NULL;
+	const char *bad = NULL, *end = NULL;
 	int64_t n = 0;
 
 	ar->ttl_ms = 30000;
@@ -421,9 +421,15 @@ static const char *parse_args(struct api_req *ar)
 			return NULL;
 		return "a JSON body with \"epoch\" is required";
 	}
-	obj = cJSON_ParseWithLength(ar->body, ar->body_len);
+	obj = cJSON_ParseWithLengthOpts(ar->body, ar->body_len, &end, 0);
 	if (!obj || !cJSON_IsObject(obj)) {
 		bad = "the body is not a JSON object";
+		goto out;
+	}
+	while (end < ar->body + ar->body_len && strchr(" \t\r\n", *end) && *end)
+		end++;
+	if (end != ar->body + ar->body_len) {
+		bad = "the body has data after its JSON object";
 		goto out;
 	}
 	if (json_int(obj, "ttlMs", 1, LOCKAPI_TTL_MAX, &ar->ttl_ms) < 0) {

@@ -3,6 +3,7 @@
 as against a store: 0 acquired, 3 held or lost, 1 error."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -86,6 +87,14 @@ def main():
                        0, "acquire --wait")
             assert p.stdout.strip() == "4", p.stdout
             assert time.monotonic() - t0 < 9
+            # without --holder the holder is the caller (host-pid of fencectl),
+            # not the proxy process
+            expect(ctl(url, "release", "jobs-bucket", "4"), 0, "release 4")
+            expect(ctl(url, "acquire", "jobs-bucket"), 0, "acquire, default holder")
+            st = json.loads(expect(ctl(url, "status", "jobs-bucket"), 0, "status").stdout)
+            assert st["holder"].startswith(socket.gethostname() + "-"), st
+            assert st["holder"] != "%s-%d" % (socket.gethostname(), proc.pid), st
+            expect(ctl(url, "release", "jobs-bucket", str(st["epoch"])), 0, "release")
 
         def errors():
             p = expect(ctl(url, "gc", "jobs-bucket", "--keep", "1"), 1, "gc via proxy")

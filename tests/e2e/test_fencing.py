@@ -504,6 +504,11 @@ def test_lock_api(moto, gate):
     expect(st == 400 and j["error"] == "InvalidArgument", "bad epoch: %s" % st)
     st, h, d = req(gate.port, "POST", "/_fence/locks/%s/acquire" % b, b"{not json")
     expect(st == 400, "bad json: %s" % st)
+    st, h, d = req(gate.port, "POST", "/_fence/locks/%s/renew" % b,
+                   b'{"epoch": %d} {"epoch": 1}' % (e + 1))
+    expect(st == 400 and b"after its JSON object" in d, "trailing data: %s %s" % (st, d))
+    st, h, d = req(gate.port, "POST", "/_fence/locks/%s/renew" % b, b'{"epoch": %d} \r\n' % (e + 1))
+    expect(st == 200, "trailing whitespace is fine: %s %s" % (st, d))
     st, j = api(gate.port, "POST", "/_fence/locks/Bad_Name/acquire", {})
     expect(st == 400 and j["error"] == "InvalidLockName", "bad name: %s" % st)
     st, j = api(gate.port, "GET", "/_fence/locks/%s/acquire" % b)

@@ -112,6 +112,32 @@ def wait_acquire(s):
     assert time.monotonic() - t0 < 9, "waited too long"
     p = expect(s.ctl("acquire", n, "--wait", "1s", "--holder", "impatient"), 3,
                "acquire --wait that runs out")
+    assert "waiting" not in p.stderr, p.stderr  # not a terminal: no progress line
+    # on a terminal, --wait says what it waits for
+    import pty
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([FENCECTL, "--store", s.url, "acquire", n, "--wait", "1s",
+                                 "--holder", "tty"], env=s.env, stdout=subprocess.PIPE,
+                                stderr=slave, text=True)
+        proc.communicate(timeout=30)
+        os.close(slave)
+        slave = -1
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    assert proc.returncode == 3, proc.returncode
+    assert b"waiting" in out and b"patient" in out, out
 
 
 def run_exports_token_and_releases(s):
