@@ -541,10 +541,13 @@ static enum store_code perform(struct store_s3 *s, struct s3_call *c,
 
 /* --- the operations ----------------------------------------------------- */
 
-static enum store_code s3_get(struct store *st, const char *key, struct store_result *res)
+/* GET (body set: the object's bytes into res) or HEAD of key. */
+static enum store_code read_object(struct store *st, const char *key, int body,
+				   struct store_result *res)
 {
 	struct store_s3 *s = (struct store_s3 *)st;
-	struct s3_call c = { .method = "GET", .key = key, .body_max = GET_BODY_MAX, .idempotent = 1 };
+	struct s3_call c = { .method = body ? "GET" : "HEAD", .key = key,
+			     .body_max = body ? GET_BODY_MAX : OTHER_BODY_MAX, .idempotent = 1 };
 	struct body_buf buf = { 0 };
 	enum store_code code;
 
@@ -552,7 +555,7 @@ static enum store_code s3_get(struct store *st, const char *key, struct store_re
 	if (!key_ok(key))
 		return refuse(res, "key must be 1 to 1024 bytes");
 	code = perform(s, &c, &buf, res);
-	if (code == STORE_OK) {
+	if (code == STORE_OK && body) {
 		if (!buf.data && !(buf.data = calloc(1, 1))) {
 			res->code = STORE_ERR_NOMEM;
 			return STORE_ERR_NOMEM;
@@ -567,19 +570,14 @@ static enum store_code s3_get(struct store *st, const char *key, struct store_re
 	return code;
 }
 
+static enum store_code s3_get(struct store *st, const char *key, struct store_result *res)
+{
+	return read_object(st, key, 1, res);
+}
+
 static enum store_code s3_head(struct store *st, const char *key, struct store_result *res)
 {
-	struct store_s3 *s = (struct store_s3 *)st;
-	struct s3_call c = { .method = "HEAD", .key = key, .body_max = OTHER_BODY_MAX, .idempotent = 1 };
-	struct body_buf buf = { 0 };
-	enum store_code code;
-
-	store_result_clear(res);
-	if (!key_ok(key))
-		return refuse(res, "key must be 1 to 1024 bytes");
-	code = perform(s, &c, &buf, res);
-	free(buf.data);
-	return code;
+	return read_object(st, key, 0, res);
 }
 
 static enum store_code s3_put(struct store *st, const char *key, const void *body, size_t len,

@@ -93,6 +93,13 @@ enum proxy_action fencing_reply_error(struct freq *fr, int status, const char *c
 	return PROXY_HANDLED; /* fr may be gone now (a consumed request) */
 }
 
+void fencing_reply_untracked(struct freq *fr, const char *why)
+{
+	fencing_reply_error(fr, 503, fr->f->http_mode ? "ServiceUnavailable" : "SlowDown",
+			    why && strcmp(why, "full") == 0 ? "too many locks in use"
+							    : "cannot track this lock", false, 0);
+}
+
 enum proxy_action fencing_reply_wait_failed(struct freq *fr, int r)
 {
 	char msg[200];

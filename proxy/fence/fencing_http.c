@@ -236,12 +236,8 @@ static struct lockreg_entry *http_lock_for(struct freq *fr, enum proxy_action *a
 			    "X-Fencing-Token: EPOCH", false, 0);
 		return NULL;
 	}
-	if (!lk) {
-		fencing_reply_error(fr, 503, "ServiceUnavailable",
-			    why && strcmp(why, "full") == 0 ? "too many locks in use"
-							    : "cannot track this lock", false, 0);
-		return NULL;
-	}
+	if (!lk)
+		fencing_reply_untracked(fr, why);
 	return lk;
 }
 

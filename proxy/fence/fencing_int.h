@@ -127,6 +127,9 @@ enum proxy_action fencing_step_decide(struct freq *fr);
 /* The answer to a failed lockreg wait (r < 0): 503 SlowDown when the lock's
  * queue is full (LOCKREG_FULL), else 500. */
 enum proxy_action fencing_reply_wait_failed(struct freq *fr, int r);
+/* The answer when the lock registry cannot take the lock (lockreg_get's
+ * why: "full", or another reason): 503. */
+void fencing_reply_untracked(struct freq *fr, const char *why);
 /* Appends a body piece to fr->body (NUL-terminated), up to max bytes in
  * all; past that it keeps nothing more and sets fr->body_too_big. For
  * proxy_req_consume body callbacks: 0, or -1 on ENOMEM. */

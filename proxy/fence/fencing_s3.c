@@ -575,12 +575,8 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 		}
 		lk = lockreg_get(f->locks, fr->bucket, fr->bucket, 1, &why);
 	}
-	if (!lk) {
-		fencing_reply_error(fr, 503, "SlowDown",
-			    why && strcmp(why, "full") == 0 ? "too many locks in use"
-							    : "cannot track this lock", false, 0);
-		return NULL;
-	}
+	if (!lk)
+		fencing_reply_untracked(fr, why);
 	return lk;
 }
 

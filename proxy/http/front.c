@@ -92,6 +92,19 @@ size_t fconn_outlen(const struct front_conn *c)
 	return evbuffer_get_length(bufferevent_get_output(c->bev));
 }
 
+/* Frees what c owns (each part may be missing) and c itself. */
+static void conn_free_parts(struct front_conn *c)
+{
+	if (c->bev)
+		bufferevent_free(c->bev);
+	if (c->timer)
+		event_free(c->timer);
+	if (c->kick)
+		event_free(c->kick);
+	front_parser_free(c->parser);
+	free(c);
+}
+
 /* Frees c, telling the proxy first if it still holds a request. */
 static void conn_free(struct front_conn *c, enum front_abort why)
 {
@@ -110,14 +123,7 @@ static void conn_free(struct front_conn *c, enum front_abort why)
 	s->nconns--;
 	update_accepting(s);
 	log_debug("connection from \"%s\" closed", c->peer);
-	if (c->bev)
-		bufferevent_free(c->bev);
-	if (c->timer)
-		event_free(c->timer);
-	if (c->kick)
-		event_free(c->kick);
-	front_parser_free(c->parser);
-	free(c);
+	conn_free_parts(c);
 	if (s->draining && s->nconns == 0 && s->drain_done) {
 		void (*done)(void *) = s->drain_done;
 
@@ -585,14 +591,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	if (!c->parser || !c->bev || !c->timer || !c->kick) {
 		if (c->bev)
 			fd = -1; /* closed with the bufferevent */
-		if (c->bev)
-			bufferevent_free(c->bev);
-		if (c->timer)
-			event_free(c->timer);
-		if (c->kick)
-			event_free(c->kick);
-		front_parser_free(c->parser);
-		free(c);
+		conn_free_parts(c);
 		goto fail;
 	}
 	if (sa->sa_family == AF_INET) {
