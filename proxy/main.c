@@ -108,7 +108,19 @@ static const char *reload_blocker(const struct policy *cur, const struct policy 
 /* SIGHUP: load and check the file first; only a good one replaces the
  * running policy (clients, permissions, TLS certificates, log level).
  * Requests in flight keep what they already decided. */
-static void reload(struct runtime *rt)
+/* Every response, by status (fencegate_responses_total). */
+static void count_response(const struct proxy_summary *s, void *arg)
+{
+	struct fencegate_metrics *m = arg;
+	char num[12];
+
+	snprintf(num, sizeof(num), "%d", s->status);
+	metrics_add(m->responses, (const char *[]){ num }, 1);
+}
+
+/* Returns 0 reloaded, -1 refused (the running configuration stays), 1 no
+ * file to reload. */
+static int try_reload(struct runtime *rt)
 {
 	struct policy *next;
 	SSL_CTX *tls = NULL;
@@ -118,26 +130,26 @@ static void reload(struct runtime *rt)
 
 	if (!rt->config_path) {
 		log_info("sighup: no configuration file to reload");
-		return;
+		return 1;
 	}
 	next = policy_load(rt->config_path, err, sizeof(err));
 	if (!next) {
 		log_error("reload refused, keeping the running configuration: %s", err);
-		return;
+		return -1;
 	}
 	blocker = reload_blocker(rt->policy, next);
 	if (blocker) {
 		log_error("reload refused, keeping the running configuration: \"%s\" changed; "
 			  "that needs a restart", blocker);
 		policy_free(next);
-		return;
+		return -1;
 	}
 	if (next->tls.enabled) {
 		tls = tls_server_ctx_new(&next->tls, err, sizeof(err));
 		if (!tls) {
 			log_error("reload refused, keeping the running configuration: %s", err);
 			policy_free(next);
-			return;
+			return -1;
 		}
 		proxy_set_tls(rt->proxy, tls);
 		SSL_CTX_free(tls); /* the front end holds its own reference */
@@ -156,7 +168,15 @@ static void reload(struct runtime *rt)
 		 next->nclients, next->nroutes, next->tls.enabled ? ", tls certificate re-read" : "");
 	if (next->limits.header_bytes != (long long)rt->limits_at_start)
 		log_warn("reload: changed limits apply after a restart");
+	return 0;
+}
 
+static void reload(struct runtime *rt)
+{
+	int r = try_reload(rt);
+
+	if (r <= 0)
+		metrics_add(rt->metrics.reloads, (const char *[]){ r == 0 ? "ok" : "refused" }, 1);
 }
 
 /* SIGUSR1: the log files again by name (logrotate has renamed them). */
@@ -271,6 +291,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	lc.region = region;
 	lc.refresh_ms = o->refresh_ms ? o->refresh_ms : (long)pol->limits.refresh_interval_ms;
 	lc.self_test = upstream != NULL;
+	lc.metrics = &rt->metrics;
 	if (mode == PROXY_MODE_HTTP) {
 		/* the upstream is not S3: locks live in the lock store(s) */
 		lc.s3_endpoint = NULL;
@@ -355,6 +376,8 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 		if (proxy_add_handler(rt->proxy, &h) < 0)
 			goto nomem;
 	}
+	if (proxy_on_done(rt->proxy, count_response, &rt->metrics) < 0)
+		goto nomem;
 	if (lockapi_start_self_test(rt->api) < 0)
 		goto nomem;
 	if (upstream && !o->check_bucket && mode == PROXY_MODE_S3)

@@ -62,6 +62,7 @@ struct api_req {
 	struct event *timer;
 	/* job results */
 	enum lock_code code;
+	int64_t took_ms;             /* the store calls' time, on the worker */
 	bool no_bucket;              /* a store failure: the bucket does not exist */
 	struct lock_grant grant;
 	struct lock_info info;
@@ -148,7 +149,9 @@ static void set_epoch_metric(struct lockapi *api, struct lockreg_entry *e)
 static void api_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 {
 	struct api_req *ar = arg;
+	int64_t t0 = lockreg_mono_ms();
 
+	ar->took_ms = 0;
 	if (!io->lk) {
 		ar->code = LOCK_ERR_STORE;
 		snprintf(ar->err, sizeof(ar->err), "%s", io->err ? io->err : "no store");
@@ -193,7 +196,10 @@ static void api_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	}
 	if (ar->code == LOCK_ERR_STORE)
 		ar->no_bucket = lockreg_bucket_missing(io->st);
+	ar->took_ms = lockreg_mono_ms() - t0;
 }
+
+static const char *const api_op_names[] = { "acquire", "renew", "release", "status" };
 
 static void api_done(struct lockreg_entry *e, void *arg);
 
@@ -240,6 +246,13 @@ static void api_done(struct lockreg_entry *e, void *arg)
 	bool suspended = ar->suspended;
 	cJSON *o;
 	char msg[800];
+
+	if (api->metrics) {
+		metrics_observe(api->metrics->store_seconds, &api_op_names[ar->op],
+				(double)ar->took_ms / 1000.0);
+		if (ar->code >= LOCK_ERR_STORE)
+			metrics_add(api->metrics->store_errors, &api_op_names[ar->op], 1);
+	}
 
 	if (proxy_req_client_gone(req)) {
 		/* an acquire that succeeded still raised nothing here: the lock
@@ -508,8 +521,17 @@ static enum proxy_action metrics_page(struct lockapi *api, struct proxy_req *req
 		return reply_err(req, 404, "NoSuchFenceEndpoint", "metrics are off");
 	if (api->fencing)
 		fencing_update_metrics(api->fencing);
-	if (api->proxy)
+	if (api->proxy) {
+		size_t open;
+		unsigned long long accepted;
+
 		metrics_set(api->metrics->in_flight, NULL, (double)proxy_inflight(api->proxy));
+		proxy_connections(api->proxy, &open, &accepted);
+		metrics_set(api->metrics->conns_open, NULL, (double)open);
+		metrics_set(api->metrics->conns_accepted, NULL, (double)accepted);
+	}
+	metrics_set(api->metrics->self_test, NULL, api->healthy ? 1 : 0);
+	fencegate_metrics_update_process(api->metrics);
 	for (struct lockreg_entry *e = lockreg_first(api->locks); e; e = e->next)
 		if (e->loaded)
 			set_epoch_metric(api, e);

@@ -41,6 +41,7 @@ struct lockreg {
 	long refresh_ms;
 	long active_ms;
 	bool self_test;
+	struct fencegate_metrics *metrics;
 	struct lockreg_entry *table[LOCKREG_HASH_SIZE]; /* chained by hnext */
 	struct lockreg_entry *first, *last;
 	size_t count;
@@ -230,6 +231,7 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 	r->refresh_ms = cfg->refresh_ms ? cfg->refresh_ms : 1000;
 	r->active_ms = cfg->active_ms ? cfg->active_ms : 30000;
 	r->self_test = cfg->self_test;
+	r->metrics = cfg->metrics;
 	if (fail)
 		goto nomem;
 	if (r->lock_store &&
@@ -570,6 +572,7 @@ int lockreg_submit(struct lockreg *r, struct lockreg_entry *e, lockreg_run_fn ru
 struct load_job {
 	struct lock_info info;
 	enum lock_code code;
+	int64_t took_ms;    /* the store calls' time, on the worker */
 	bool no_bucket;     /* failed: the bucket does not exist */
 	char err[256];
 };
@@ -577,6 +580,7 @@ struct load_job {
 static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 {
 	struct load_job *j = arg;
+	int64_t t0 = lockreg_mono_ms();
 
 	if (!io->lk) {
 		j->code = LOCK_ERR_STORE;
@@ -592,6 +596,7 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 		j->code = lock_status(io->lk, &j->info, j->err, sizeof(j->err));
 	if (j->code == LOCK_ERR_STORE)
 		j->no_bucket = lockreg_bucket_missing(io->st);
+	j->took_ms = lockreg_mono_ms() - t0;
 }
 
 static int start_load(struct lockreg_entry *e);
@@ -615,6 +620,12 @@ static void load_done(struct lockreg_entry *e, void *arg)
 	int ok = j->code == LOCK_OK;
 
 	e->loading = false;
+	if (e->reg->metrics) {
+		metrics_observe(e->reg->metrics->store_seconds, (const char *[]){ "load" },
+				(double)j->took_ms / 1000.0);
+		if (!ok)
+			metrics_add(e->reg->metrics->store_errors, (const char *[]){ "load" }, 1);
+	}
 	if (ok) {
 		lockreg_note_info(e, &j->info);
 		e->loaded = true;

@@ -32,6 +32,7 @@
 #include "http/jobs.h"
 #include "lock/lock.h"
 #include "lock/store.h"
+#include "ops/metrics.h"
 
 #define LOCKREG_BUCKET_MAX 63
 #define LOCKREG_PREFIX_MAX 1024
@@ -66,6 +67,7 @@ struct lockreg_config {
 	bool self_test;           /* lock_check_store on each lock's store before
 				   * its first load (backends ignoring
 				   * If-None-Match are refused) */
+	struct fencegate_metrics *metrics; /* loads' time and failures; may be NULL */
 };
 
 struct lockreg_entry {

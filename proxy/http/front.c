@@ -613,6 +613,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		s->conns->prev = c;
 	s->conns = c;
 	s->nconns++;
+	s->accepted++;
 	c->state = CONN_IDLE;
 	c->t_idle = front_now_ms();
 	c->t_write = c->t_idle;
@@ -711,6 +712,11 @@ void front_server_drain(struct front_server *s, long timeout_ms,
 size_t front_server_conns(const struct front_server *s)
 {
 	return s->nconns;
+}
+
+unsigned long long front_server_accepted(const struct front_server *s)
+{
+	return s->accepted;
 }
 
 void front_server_free(struct front_server *s)

@@ -229,8 +229,9 @@ void front_server_set_tls(struct front_server *s, struct ssl_ctx_st *ctx);
 void front_server_drain(struct front_server *s, long timeout_ms,
 			void (*done)(void *arg), void *arg);
 
-/* Open client connections. */
+/* Open client connections, and those accepted since the start. */
 size_t front_server_conns(const struct front_server *s);
+unsigned long long front_server_accepted(const struct front_server *s);
 
 /* Closes everything (aborting requests in flight) and frees. Accepts NULL. */
 void front_server_free(struct front_server *s);

@@ -36,6 +36,7 @@ struct front_server {
 	void *drain_arg;
 	SSL_CTX *tls;         /* NULL: plain TCP; else every listener speaks TLS */
 	int accept_paused;    /* at max_connections: listeners paused */
+	unsigned long long accepted; /* connections accepted so far */
 };
 
 struct front_conn {

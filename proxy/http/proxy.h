@@ -102,6 +102,8 @@ enum proxy_mode proxy_mode(const struct proxy *p);
 
 /* Requests in flight (head received, not yet done). */
 size_t proxy_inflight(const struct proxy *p);
+/* Client connections open now, and accepted since the start. */
+void proxy_connections(const struct proxy *p, size_t *open, unsigned long long *accepted);
 
 /* ---- request handlers ------------------------------------------------- */
 

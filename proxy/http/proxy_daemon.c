@@ -185,6 +185,12 @@ size_t proxy_inflight(const struct proxy *p)
 	return p->inflight;
 }
 
+void proxy_connections(const struct proxy *p, size_t *open, unsigned long long *accepted)
+{
+	*open = front_server_conns(p->front);
+	*accepted = front_server_accepted(p->front);
+}
+
 int proxy_add_handler(struct proxy *p, const struct proxy_handler *h)
 {
 	struct proxy_handler *nh = realloc(p->handlers, (p->nhandlers + 1) * sizeof(*nh));

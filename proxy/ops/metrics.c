@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "procstat.h"
 #include "wire/utf8.h"
 
 struct series {
@@ -383,6 +384,10 @@ int fencegate_metrics_init(struct fencegate_metrics *fm)
 	static const char *const method_outcome[] = { "method", "outcome" };
 	static const char *const code[] = { "code" };
 	static const char *const lock[] = { "lock" };
+	static const char *const version[] = { "version" };
+	static const char *const status[] = { "status" };
+	static const char *const op[] = { "op" };
+	static const char *const result[] = { "result" };
 	struct metrics *r;
 
 	memset(fm, 0, sizeof(*fm));
@@ -412,8 +417,46 @@ int fencegate_metrics_init(struct fencegate_metrics *fm)
 						 "fencegate_etag_cache_misses_total",
 						 "Object ETag cache lookups that missed.",
 						 0, NULL, NULL, 0);
+	fm->build_info = metrics_register(r, METRICS_GAUGE, "fencegate_build_info",
+					  "The running build (value 1).", 1, version, NULL, 0);
+	fm->cpu_seconds = metrics_register(r, METRICS_COUNTER, "process_cpu_seconds_total",
+					   "User and system CPU time spent, in seconds.",
+					   0, NULL, NULL, 0);
+	fm->rss_bytes = metrics_register(r, METRICS_GAUGE, "process_resident_memory_bytes",
+					 "Resident memory, in bytes.", 0, NULL, NULL, 0);
+	fm->open_fds = metrics_register(r, METRICS_GAUGE, "process_open_fds",
+					"Open file descriptors.", 0, NULL, NULL, 0);
+	fm->max_fds = metrics_register(r, METRICS_GAUGE, "process_max_fds",
+				       "The open file descriptor limit.", 0, NULL, NULL, 0);
+	fm->start_time = metrics_register(r, METRICS_GAUGE, "process_start_time_seconds",
+					  "Start time of the process, Unix seconds.",
+					  0, NULL, NULL, 0);
+	fm->conns_open = metrics_register(r, METRICS_GAUGE, "fencegate_connections_open",
+					  "Client connections open now.", 0, NULL, NULL, 0);
+	fm->conns_accepted = metrics_register(r, METRICS_COUNTER,
+					      "fencegate_connections_accepted_total",
+					      "Client connections accepted.", 0, NULL, NULL, 0);
+	fm->responses = metrics_register(r, METRICS_COUNTER, "fencegate_responses_total",
+					 "Responses sent, by HTTP status.", 1, status, NULL, 0);
+	fm->store_seconds = metrics_register(r, METRICS_HISTOGRAM, "fencegate_lock_store_seconds",
+					     "Time of lock-store operations (loads, lock API "
+					     "calls), by operation.", 1, op, latency_bounds,
+					     sizeof(latency_bounds) / sizeof(latency_bounds[0]));
+	fm->store_errors = metrics_register(r, METRICS_COUNTER, "fencegate_lock_store_errors_total",
+					    "Lock-store operations that failed, by operation.",
+					    1, op, NULL, 0);
+	fm->reloads = metrics_register(r, METRICS_COUNTER, "fencegate_reloads_total",
+				       "Configuration reloads (SIGHUP), by result.",
+				       1, result, NULL, 0);
+	fm->self_test = metrics_register(r, METRICS_GAUGE, "fencegate_self_test_passed",
+					 "1 once the backend self-test passed, else 0.",
+					 0, NULL, NULL, 0);
 	if (!fm->requests || !fm->rejections || !fm->in_flight || !fm->lock_epoch ||
-	    !fm->upstream_latency || !fm->etag_cache_hits || !fm->etag_cache_misses) {
+	    !fm->upstream_latency || !fm->etag_cache_hits || !fm->etag_cache_misses ||
+	    !fm->build_info || !fm->cpu_seconds || !fm->rss_bytes || !fm->open_fds ||
+	    !fm->max_fds || !fm->start_time || !fm->conns_open || !fm->conns_accepted ||
+	    !fm->responses || !fm->store_seconds || !fm->store_errors || !fm->reloads ||
+	    !fm->self_test) {
 		fencegate_metrics_free(fm);
 		return -1;
 	}
@@ -421,7 +464,26 @@ int fencegate_metrics_init(struct fencegate_metrics *fm)
 	metrics_set(fm->in_flight, NULL, 0);
 	metrics_set(fm->etag_cache_hits, NULL, 0);
 	metrics_set(fm->etag_cache_misses, NULL, 0);
+	metrics_set(fm->build_info, (const char *[]){ FENCE_VERSION }, 1);
+	metrics_set(fm->conns_open, NULL, 0);
+	metrics_set(fm->conns_accepted, NULL, 0);
+	metrics_set(fm->self_test, NULL, 0);
+	metrics_add(fm->reloads, (const char *[]){ "ok" }, 0);
+	metrics_add(fm->reloads, (const char *[]){ "refused" }, 0);
+	fencegate_metrics_update_process(fm);
 	return 0;
+}
+
+void fencegate_metrics_update_process(struct fencegate_metrics *fm)
+{
+	struct procstat ps;
+
+	procstat_read(&ps); /* what could not be read stays 0 */
+	metrics_set(fm->cpu_seconds, NULL, ps.cpu_seconds);
+	metrics_set(fm->rss_bytes, NULL, ps.resident_bytes);
+	metrics_set(fm->open_fds, NULL, ps.open_fds);
+	metrics_set(fm->max_fds, NULL, ps.max_fds);
+	metrics_set(fm->start_time, NULL, ps.start_time);
 }
 
 void fencegate_metrics_free(struct fencegate_metrics *fm)

@@ -71,7 +71,23 @@ struct fencegate_metrics {
 	struct metrics_family *upstream_latency; /* fencegate_upstream_latency_seconds */
 	struct metrics_family *etag_cache_hits;  /* fencegate_etag_cache_hits_total */
 	struct metrics_family *etag_cache_misses;/* fencegate_etag_cache_misses_total */
+	struct metrics_family *build_info;       /* fencegate_build_info{version} 1 */
+	struct metrics_family *cpu_seconds;      /* process_cpu_seconds_total */
+	struct metrics_family *rss_bytes;        /* process_resident_memory_bytes */
+	struct metrics_family *open_fds;         /* process_open_fds */
+	struct metrics_family *max_fds;          /* process_max_fds */
+	struct metrics_family *start_time;       /* process_start_time_seconds */
+	struct metrics_family *conns_open;       /* fencegate_connections_open */
+	struct metrics_family *conns_accepted;   /* fencegate_connections_accepted_total */
+	struct metrics_family *responses;        /* fencegate_responses_total{status} */
+	struct metrics_family *store_seconds;    /* fencegate_lock_store_seconds{op} */
+	struct metrics_family *store_errors;     /* fencegate_lock_store_errors_total{op} */
+	struct metrics_family *reloads;          /* fencegate_reloads_total{result} */
+	struct metrics_family *self_test;        /* fencegate_self_test_passed */
 };
+
+/* The process_* gauges and counter, read now (procstat.h). */
+void fencegate_metrics_update_process(struct fencegate_metrics *fm);
 
 /* Creates a registry with the families above (upstream latency buckets:
  * 1ms 2.5ms 5ms 10ms 25ms 50ms 100ms 250ms 500ms 1s 2.5s 5s 10s). Returns 0,

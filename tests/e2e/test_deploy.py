@@ -16,7 +16,10 @@ pull a base image from, no cluster):
   as the non-root user the Deployment expects, and checks /_fence/health.
 - the systemd unit: `make install PREFIX=tmp` installs it with the
   installed paths, Type=exec, state and runtime directories, and
-  `systemd-analyze verify` accepts it."""
+  `systemd-analyze verify` accepts it.
+- deploy/grafana/fencegate.json: every metric a panel queries is a family
+  a running fencegate serves on /_fence/metrics (no Grafana here to load
+  it; the JSON is parsed and its queries read)."""
 import json
 import os
 import re
@@ -273,6 +276,46 @@ def t_systemd_unit():
         tmp.close()
 
 
+DASHBOARD = os.path.join(harness.ROOT, "deploy", "grafana", "fencegate.json")
+
+
+def t_grafana_dashboard():
+    import urllib.request
+    with open(DASHBOARD) as f:
+        dash = json.load(f)
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert len(exprs) >= 10, exprs
+    queried = set()
+    for e in exprs:
+        queried.update(re.findall(r"\b((?:fencegate|process)_[a-z_]+)\b", e))
+    tmp = harness.TempDir()
+    port = harness.free_port()
+    proc = subprocess.Popen([os.path.join(harness.BIN, "fencegate"), "--listen",
+                             "127.0.0.1:%d" % port, "--data", tmp.path, "--access-log", "off"],
+                            stderr=subprocess.DEVNULL)
+    try:
+        harness.wait_port(port, proc)
+        with urllib.request.urlopen("http://127.0.0.1:%d/_fence/metrics" % port,
+                                    timeout=10) as r:
+            text = r.read().decode()
+    finally:
+        harness.stop(proc)
+        tmp.close()
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    missing = []
+    for name in sorted(queried):
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        if name in types or types.get(base) == "histogram":
+            continue
+        missing.append(name)
+    assert not missing, "the dashboard queries metrics fencegate does not serve: %s" % missing
+    for must in ("fencegate_build_info", "process_cpu_seconds_total", "process_open_fds",
+                 "fencegate_connections_open", "fencegate_responses_total",
+                 "fencegate_lock_store_seconds_bucket", "fencegate_lock_store_errors_total",
+                 "fencegate_reloads_total", "fencegate_self_test_passed"):
+        assert must in queried, "the dashboard does not show %s" % must
+
+
 def main():
     r = harness.Runner("e2e deploy")
     docs = manifests()
@@ -286,6 +329,7 @@ def main():
     r.check("Containerfile: Debian 12 stages, libraries, non-root user, health check",
             t_containerfile, docs)
     r.check("systemd: make install writes the unit, Type=exec, verify", t_systemd_unit)
+    r.check("grafana: every metric the dashboard queries is served", t_grafana_dashboard)
     return r.finish()
 
 
