@@ -35,7 +35,17 @@ struct lockapi {
 	int healthy;
 	int self_test_done;
 	char self_test_err[512];
+	/* the upstream probe (S3 mode with --check-bucket): a one-key listing
+	 * every UPSTREAM_PROBE_MS on the jobs pool, one at a time */
+	struct event *probe_timer;
+	struct store *probe_st;      /* used by the probe job only */
+	bool probing;
+	bool upstream_down;
+	char upstream_err[320];
 };
+
+#define UPSTREAM_PROBE_MS 5000
+#define UPSTREAM_PROBE_TIMEOUT_MS 2000
 
 enum api_op { API_ACQUIRE, API_RENEW, API_RELEASE, API_STATUS };
 
@@ -499,7 +509,11 @@ static enum proxy_action health(struct lockapi *api, struct proxy_req *req)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (api->healthy) {
+	if (api->healthy && api->upstream_down) {
+		cJSON_AddStringToObject(o, "status", "upstream_unreachable");
+		cJSON_AddStringToObject(o, "message", api->upstream_err);
+		reply_json(req, 503, o);
+	} else if (api->healthy) {
 		cJSON_AddStringToObject(o, "status", "ok");
 		reply_json(req, 200, o);
 	} else {
@@ -689,6 +703,84 @@ static void self_test_run(void *arg)
 	store_close(st);
 }
 
+/* ---- the upstream probe ---------------------------------------------------- */
+
+struct probe_job {
+	struct lockapi *api;
+	bool ok;
+	char err[300];
+};
+
+static void probe_run(void *arg)
+{
+	struct probe_job *j = arg;
+	struct lockapi *api = j->api;
+	struct store_list_page page = {0};
+	struct store_result res = STORE_RESULT_INIT;
+	enum store_code sc;
+
+	if (!api->probe_st) {
+		struct store_config sc_cfg = api->st_cfg;
+
+		sc_cfg.timeout_ms = UPSTREAM_PROBE_TIMEOUT_MS;
+		sc_cfg.max_retries = -1;
+		api->probe_st = store_open(&sc_cfg, j->err, sizeof(j->err));
+		if (!api->probe_st)
+			return;
+	}
+	sc = store_list(api->probe_st, store_root(api->probe_st), NULL, NULL, 1, &page, &res);
+	j->ok = sc == STORE_OK;
+	if (!j->ok)
+		snprintf(j->err, sizeof(j->err), "listing \"%.100s\": %s%s%.150s", api->st_url,
+			 store_strerror(sc), res.err_message[0] ? ": " : "", res.err_message);
+	store_list_page_free(&page);
+	store_result_clear(&res);
+}
+
+static void probe_done(void *arg)
+{
+	struct probe_job *j = arg;
+	struct lockapi *api = j->api;
+
+	api->probing = false;
+	if (!j->ok && !api->upstream_down)
+		log_warn("upstream unreachable, health answers 503: %s", j->err);
+	else if (j->ok && api->upstream_down)
+		log_info("upstream reachable again on \"%s\"", api->st_url);
+	api->upstream_down = !j->ok;
+	snprintf(api->upstream_err, sizeof(api->upstream_err), "%s", j->ok ? "" : j->err);
+	free(j);
+}
+
+static void probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lockapi *api = arg;
+	struct probe_job *j;
+
+	(void)fd;
+	(void)what;
+	if (api->probing || !(j = calloc(1, sizeof(*j))))
+		return;
+	j->api = api;
+	api->probing = true;
+	if (jobs_submit(api->jobs, probe_run, probe_done, j) < 0) {
+		api->probing = false;
+		free(j);
+	}
+}
+
+/* After the self-test: S3 stores are probed from now on. */
+static void start_probe(struct lockapi *api)
+{
+	struct timeval tv = { UPSTREAM_PROBE_MS / 1000, (UPSTREAM_PROBE_MS % 1000) * 1000 };
+
+	if (!api->base || strncmp(api->st_url, "s3://", 5) != 0)
+		return;
+	api->probe_timer = event_new(api->base, -1, EV_PERSIST, probe_cb, api);
+	if (!api->probe_timer || event_add(api->probe_timer, &tv) < 0)
+		log_warn("cannot start the upstream probe: health will not report the upstream");
+}
+
 static void self_test_done(void *arg)
 {
 	struct self_test_job *j = arg;
@@ -697,6 +789,7 @@ static void self_test_done(void *arg)
 	api->self_test_done = 1;
 	if (j->code == LOCK_OK) {
 		api->healthy = 1;
+		start_probe(api);
 		log_info("backend self-test passed on \"%s\": conditional writes are honoured",
 			 api->st_url);
 	} else {
@@ -765,6 +858,9 @@ void lockapi_free(struct lockapi *api)
 {
 	if (!api)
 		return;
+	if (api->probe_timer)
+		event_free(api->probe_timer);
+	store_close(api->probe_st); /* jobs were drained: no probe runs */
 	free(api->st_url);
 	free(api->st_endpoint);
 	free(api->st_region);

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import socket
+import signal
 import subprocess
 import sys
 import tempfile
@@ -219,6 +220,42 @@ def test_health_refuses_unsafe_backend(moto):
         expect(st == 503 and j["status"] == "failed", "health: %s %s" % (st, j))
         expect("self-test failed" in g.logtext(), "the log names the problem")
     finally:
+        g.close()
+
+
+def test_health_reports_upstream(moto):
+    """With --check-bucket, health follows the upstream: 503
+    upstream_unreachable while S3 does not answer (moto frozen, our own
+    process), 200 again once it does. Waits are bounded."""
+    b = "fence-health-up"
+    moto.create_bucket(b)
+    g = Gate("--upstream", moto.url, "--check-bucket", b, "--access-log", "off")
+
+    def wait_for(status, seconds):
+        deadline = time.monotonic() + seconds
+        while True:
+            st, j = api(g.port, "GET", "/_fence/health")
+            if j.get("status") == status or time.monotonic() > deadline:
+                return st, j
+            time.sleep(0.2)
+
+    frozen = False
+    try:
+        st, j = wait_for("ok", 10)
+        expect(st == 200, "healthy first: %s %s" % (st, j))
+        os.kill(moto.proc.pid, signal.SIGSTOP)
+        frozen = True
+        st, j = wait_for("upstream_unreachable", 15)
+        expect(st == 503 and j["status"] == "upstream_unreachable" and j["message"],
+               "health while S3 is down: %s %s" % (st, j))
+        os.kill(moto.proc.pid, signal.SIGCONT)
+        frozen = False
+        st, j = wait_for("ok", 15)
+        expect(st == 200, "healthy again: %s %s" % (st, j))
+        expect("upstream unreachable" in g.logtext(), "the log says so")
+    finally:
+        if frozen:
+            os.kill(moto.proc.pid, signal.SIGCONT)
         g.close()
 
 
@@ -761,6 +798,8 @@ def main():
             r.check("health and metrics", test_health_and_metrics, moto, gate)
             r.check("health refuses a backend that fails the self-test",
                     test_health_refuses_unsafe_backend, moto)
+            r.check("health follows the upstream (--check-bucket)",
+                    test_health_reports_upstream, moto)
             r.check("decision table, stale writes never reach storage",
                     test_decision_table, moto, gate)
             r.check("two replicas: a zombie through the lagging one is refused",
