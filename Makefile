@@ -14,6 +14,7 @@ DESTDIR    ?=
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 DOCDIR     ?= $(PREFIX)/share/doc/fencegate
+MANDIR     ?= $(PREFIX)/share/man
 VERSION    := 0.1.0
 O          ?= .
 # O=DIR puts build/, bin/ and lib/ under DIR (parallel work trees share sources).
@@ -61,6 +62,9 @@ SIM_SRC    := $(wildcard tests/sim/sim*.c)
 HEADERS    := $(wildcard wire/*.h lock/*.h policy/*.h proxy/*.h $(addsuffix /*.h,$(PROXY_DIRS)))
 
 LOCK_OBJ   := $(LOCK_SRC:%.c=$(O)/build/obj/%.o)
+PIC_OBJ    := $(LOCK_SRC:%.c=$(O)/build/pic/%.o)
+SOVERSION  := 0
+SHLIB      := $(O)/lib/libfencelock.so.$(SOVERSION)
 CORE_OBJ   := $(CORE_SRC:%.c=$(O)/build/obj/%.o)
 SAN_OBJ    := $(LOCK_SRC:%.c=$(O)/build/san/%.o) $(CORE_SRC:%.c=$(O)/build/san/%.o)
 UNIT_BIN   := $(addprefix $(O)/build/test/,$(notdir $(UNIT_SRC:.c=)))
@@ -74,9 +78,9 @@ PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 # keep sanitizer objects between runs (they are prerequisites of pattern rules)
 .SECONDARY:
 
-.PHONY: FORCE all deps deps-test deps-bench run test layering unit integration bench fuzz fuzz-smoke lint sim sim-smoke \
+.PHONY: FORCE all deps deps-test deps-bench run test layering man-check unit integration bench fuzz fuzz-smoke lint sim sim-smoke \
 	install uninstall clean help
-all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(O)/lib/libfencelock.pc \
+all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(SHLIB) $(O)/lib/libfencelock.pc \
 	$(O)/build/fencegate.service
 
 deps:
@@ -100,6 +104,20 @@ $(O)/lib/libfencelock.a: $(LOCK_OBJ)
 	@mkdir -p $(O)/lib
 	$(E) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+# the shared library: soname libfencelock.so.0, only the installed headers'
+# functions exported (lock/libfencelock.map)
+$(O)/build/pic/%.o: %.c $(HEADERS) | deps
+	@mkdir -p $(dir $@)
+	$(E) CC-PIC $<
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
+
+$(SHLIB): $(PIC_OBJ) lock/libfencelock.map
+	@mkdir -p $(O)/lib
+	$(E) LD $@
+	$(Q)$(CC) -shared -Wl,-soname,libfencelock.so.$(SOVERSION) \
+		-Wl,--version-script=lock/libfencelock.map -o $@ $(PIC_OBJ) $(LIBS) $(LDFLAGS)
+	$(Q)ln -sf libfencelock.so.$(SOVERSION) $(O)/lib/libfencelock.so
 
 $(O)/lib/libfencelock.pc: lock/libfencelock.pc.in Makefile
 	@mkdir -p $(O)/lib
@@ -184,7 +202,12 @@ run: all
 	@echo "  curl -i -X PUT --data-binary v1 -H 'X-Fencing-Token: 1' http://127.0.0.1:8080/demo-bucket/a.txt"
 	$(Q)exec $(O)/bin/fencegate --listen 127.0.0.1:8080 --data ./fencegate-data
 
-test: all deps-test layering unit sim-smoke fuzz-smoke integration
+test: all deps-test layering man-check unit sim-smoke fuzz-smoke integration
+
+# the man pages format without a warning
+man-check:
+	$(Q)for m in man/*.[18]; do groff -man -ww -z $$m 2>&1 | grep . && \
+		{ echo "man-check: $$m has warnings"; exit 1; }; true; done
 
 layering:
 	$(Q)tests/layering.sh
@@ -228,17 +251,25 @@ lint: deps
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include/fencelock $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
+		$(DESTDIR)$(PREFIX)/include/fencelock $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	install -m 644 $(O)/build/fencegate.service $(DESTDIR)$(UNITDIR)/fencegate.service
 	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(O)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(O)/lib/libfencelock.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libfencelock.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libfencelock.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' lock/libfencelock.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfencelock.pc
+	install -m 644 man/fencectl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/fencegate.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 lock/lock.h lock/store.h lock/timesrc.h lock/lockhttp.h $(DESTDIR)$(PREFIX)/include/fencelock/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/fencectl $(DESTDIR)$(PREFIX)/bin/fencegate \
 		$(DESTDIR)$(PREFIX)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfencelock.pc \
+		$(DESTDIR)$(PREFIX)/lib/libfencelock.so $(DESTDIR)$(PREFIX)/lib/libfencelock.so.$(SOVERSION) \
+		$(DESTDIR)$(MANDIR)/man1/fencectl.1 $(DESTDIR)$(MANDIR)/man8/fencegate.8 \
 		$(DESTDIR)$(UNITDIR)/fencegate.service
 	rm -rf $(DESTDIR)$(PREFIX)/include/fencelock $(DESTDIR)$(DOCDIR)
 

@@ -22,7 +22,7 @@ js_sdk() {
 
 build="gcc make pkg-config libevent-dev libcurl4-openssl-dev libssl-dev
 libcjson-dev libexpat1-dev libhttp-parser-dev"
-test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone"
+test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone groff-base"
 bench="nginx-light haproxy wrk"
 
 want=$build
