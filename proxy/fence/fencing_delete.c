@@ -69,6 +69,12 @@ static void delete_one(struct delete_job *j, struct store *st, struct s3delete_k
 					      ", newer than the token's %" PRIu64, written, j->epoch);
 				goto out;
 			}
+			if (lockreg_high_water(j->fr->lock) > j->epoch) {
+				/* the lock moved on while the batch ran */
+				s3delete_fail(k, "FencingTokenStale", "epoch %" PRIu64 " was "
+					      "superseded while the batch ran", j->epoch);
+				goto out;
+			}
 			snprintf(cur, sizeof(cur), "%s", res.etag);
 			etag = cur;
 		}

@@ -134,7 +134,7 @@ int lockreg_raise(struct lockreg_entry *e, uint64_t epoch)
 {
 	if (epoch <= e->high_water)
 		return 0;
-	e->high_water = epoch;
+	__atomic_store_n(&e->high_water, epoch, __ATOMIC_RELAXED); /* lockreg_high_water */
 	return 1;
 }
 
@@ -153,6 +153,11 @@ int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
 	if (state == LOCK_STATE_RELEASED && epoch > e->released_epoch)
 		e->released_epoch = epoch;
 	return raised;
+}
+
+uint64_t lockreg_high_water(const struct lockreg_entry *e)
+{
+	return __atomic_load_n(&e->high_water, __ATOMIC_RELAXED);
 }
 
 int lockreg_epoch_released(const struct lockreg_entry *e, uint64_t epoch)

@@ -141,6 +141,10 @@ int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
  * epoch: state HELD). Returns 1 if raised. */
 int lockreg_raise(struct lockreg_entry *e, uint64_t epoch);
 
+/* C, read from any thread (a job's run(): DeleteObjects checks it before
+ * each key); the loop thread may read e->high_water directly. */
+uint64_t lockreg_high_water(const struct lockreg_entry *e);
+
 /* 1 if epoch is known to be released (its file is "expired"). */
 int lockreg_epoch_released(const struct lockreg_entry *e, uint64_t epoch);
 
