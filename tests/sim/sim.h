@@ -43,7 +43,8 @@ struct sim_config {
 	/* the old logic, to show the checker catches it (issue 7 items 1-4) */
 	bool old_idle;          /* no freshness rule; refresh only when active */
 	bool old_renew;         /* a renewal judged once, before it is sent */
-	bool old_cas;           /* a lost race re-reads the object, not the lock */
+	bool old_cas;           /* a lost race re-reads the object, not the lock,
+				 * and a write that waited is not checked again */
 	bool old_barrier;       /* HTTP mode: a timed-out write lifts the barrier */
 	bool unfenced;          /* control: replicas forward every write */
 	bool verbose;

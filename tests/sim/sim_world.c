@@ -223,8 +223,10 @@ static int replica_cas(struct replica *r, const char *key, uint64_t t, const cha
 			objcas_after_head(&in, &st);
 			if (in.head_found > 0 && st.action != OBJCAS_STALE)
 				objcache_put(r->cache, "b", key, head_etag, in.head_epoch);
-			/* as fencing_s3.c: the write goes with the newest knowledge */
-			if ((st.action == OBJCAS_IF_MATCH || st.action == OBJCAS_IF_ABSENT) &&
+			/* as fencing_s3.c: the write goes with the newest knowledge
+			 * (the old logic did not look again) */
+			if (!G.cfg->old_cas &&
+			    (st.action == OBJCAS_IF_MATCH || st.action == OBJCAS_IF_ABSENT) &&
 			    (t < r->e->high_water || lockreg_epoch_released(r->e, t))) {
 				status = 409;
 				goto out;
