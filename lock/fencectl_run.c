@@ -115,6 +115,8 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 	int status = 0, lost = 0, killed = 0, code, have_renewer = 0;
 	struct renewer rw;
 	pthread_t renewer;
+	sigset_t all, old_mask;
+	int started;
 	pid_t pid, r;
 
 	if (!c->child_argv || !c->child_argv[0])
@@ -166,7 +168,13 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 	rw.ts = ts;
 	rw.period = period;
 	rw.deadline = g.deadline_mono_ms;
-	if (pthread_create(&renewer, NULL, renew_loop, &rw) != 0) {
+	/* signals are the main thread's (forwarded to the child): the
+	 * renewal thread starts with all of them blocked */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old_mask);
+	started = pthread_create(&renewer, NULL, renew_loop, &rw);
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	if (started != 0) {
 		fprintf(stderr, "fencectl: cannot start the renewal thread; stopping the child\n");
 		kill(pid, SIGTERM);
 		snprintf(rw.why, sizeof(rw.why), "no renewal thread");
