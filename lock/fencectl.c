@@ -566,6 +566,7 @@ static int proxy_command(const struct cli *c)
 	char *body = NULL;
 	const char *method = "POST";
 	cJSON *req = NULL, *reply = NULL;
+	char *text = NULL;
 	const cJSON *holder;
 	long status = 0, timeout_ms = 30000;
 	int code = 1;
@@ -610,11 +611,12 @@ static int proxy_command(const struct cli *c)
 		fprintf(stderr, "fencectl: out of memory\n");
 		goto out;
 	}
-	if (lockhttp_request(c->proxy, method, path, body, timeout_ms, &status, &reply,
+	if (lockhttp_request(c->proxy, method, path, body, timeout_ms, &status, &text,
 			     err, sizeof(err)) < 0) {
 		fprintf(stderr, "fencectl: %s\n", err);
 		goto out;
 	}
+	reply = text ? cJSON_Parse(text) : NULL;
 	if (status == 409 && (api_error_code(reply, "LockHeld") ||
 			      api_error_code(reply, "LockLost"))) {
 		holder = cJSON_GetObjectItemCaseSensitive(reply, "holder");
@@ -642,6 +644,7 @@ static int proxy_command(const struct cli *c)
 out:
 	cJSON_Delete(req);
 	cJSON_Delete(reply);
+	free(text);
 	free(body);
 	return code;
 }

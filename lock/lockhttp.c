@@ -39,7 +39,7 @@ static size_t collect(char *ptr, size_t size, size_t nmemb, void *arg)
 
 int lockhttp_request(const char *base_url, const char *method, const char *path,
 		     const char *body_json, long timeout_ms, long *status,
-		     cJSON **reply, char *err, size_t errlen)
+		     char **reply, char *err, size_t errlen)
 {
 	struct reply_buf rb = { 0 };
 	struct curl_slist *hdrs = NULL;
@@ -79,8 +79,8 @@ int lockhttp_request(const char *base_url, const char *method, const char *path,
 		goto out;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	if (rb.data)
-		*reply = cJSON_Parse(rb.data);
+	*reply = rb.data;
+	rb.data = NULL;
 	rc = 0;
 out:
 	curl_slist_free_all(hdrs);

@@ -6,15 +6,14 @@
 
 #include <stddef.h>
 
-#include <cjson/cJSON.h>
-
 /* Sends METHOD base_url+path with body_json (NULL: no body) and waits up to
  * timeout_ms. Returns 0 when an HTTP answer arrived, whatever its status:
- * *status receives it and *reply the parsed JSON body (NULL if the body is
- * not JSON; the caller frees it with cJSON_Delete). Returns -1 with a
- * message in err when no answer arrived (connect, timeout, bad URL). */
+ * *status receives it and *reply its body, NUL-terminated (JSON from the
+ * lock API; NULL when empty; the caller frees it with free()). Returns -1
+ * with a message in err when no answer arrived (connect, timeout, bad URL,
+ * an answer over 1 MiB). No JSON library is part of this interface. */
 int lockhttp_request(const char *base_url, const char *method, const char *path,
 		     const char *body_json, long timeout_ms, long *status,
-		     cJSON **reply, char *err, size_t errlen);
+		     char **reply, char *err, size_t errlen);
 
 #endif
