@@ -35,9 +35,15 @@ void store_result_clear(struct store_result *res)
 		free(res->meta[i].name);
 		free(res->meta[i].value);
 	}
+	for (i = 0; i < STORE_HDR_COUNT; i++)
+		free(res->headers[i]);
 	memset(res, 0, sizeof(*res));
 	res->content_length = -1;
 }
+
+const char *const store_hdr_names[STORE_HDR_COUNT] = {
+	"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires",
+};
 
 const char *store_result_meta(const struct store_result *res, const char *name)
 {

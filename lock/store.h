@@ -44,6 +44,20 @@ static inline int store_failed(enum store_code code) { return code >= STORE_ERR_
 #define STORE_ERRCODE_MAX 64
 #define STORE_ERRMSG_MAX  256
 
+/* The representation headers an object keeps beside Content-Type (the
+ * local-directory store stores and returns them; store_s3 does not). */
+enum store_hdr {
+	STORE_HDR_CACHE_CONTROL,
+	STORE_HDR_CONTENT_DISPOSITION,
+	STORE_HDR_CONTENT_ENCODING,
+	STORE_HDR_CONTENT_LANGUAGE,
+	STORE_HDR_EXPIRES,
+	STORE_HDR_COUNT
+};
+
+/* The HTTP name of each enum store_hdr ("Cache-Control", ...). */
+extern const char *const store_hdr_names[STORE_HDR_COUNT];
+
 /* One user-metadata pair. The name is lowercase and without "x-amz-meta-". */
 struct store_meta {
 	char *name;
@@ -66,9 +80,12 @@ struct store_result {
 	size_t body_len;
 	struct store_meta meta[STORE_META_MAX]; /* get/head: user metadata; owned */
 	size_t nmeta;
+	char *headers[STORE_HDR_COUNT];    /* get/head: stored headers, NULL none; owned */
 	char err_code[STORE_ERRCODE_MAX];  /* S3 <Code>, e.g. "PreconditionFailed" */
 	char err_message[STORE_ERRMSG_MAX];/* S3 <Message> or a local explanation */
 	int attempts;                      /* HTTP requests sent for this call */
+	int meta_dropped;                  /* get/head: user metadata pairs past
+					    * STORE_META_MAX, not kept */
 };
 
 #define STORE_RESULT_INIT { .content_length = -1 }

@@ -270,6 +270,11 @@ static int collect_headers(struct store_s3 *s, struct store_result *res)
 	if (v && strlen(v) < sizeof(res->content_type))
 		strcpy(res->content_type, v); /* too long to keep: left "" (unknown) */
 	res->server_date = http_date(response_header(s->curl, "Date"));
+	for (int i = 0; i < STORE_HDR_COUNT; i++) {
+		v = response_header(s->curl, store_hdr_names[i]);
+		if (v && !(res->headers[i] = strdup(v)))
+			return -1;
+	}
 	if (curl_easy_getinfo(s->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen) == CURLE_OK)
 		res->content_length = clen;
 	while ((h = curl_easy_nextheader(s->curl, CURLH_HEADER, -1, h)) != NULL) {
@@ -278,8 +283,10 @@ static int collect_headers(struct store_s3 *s, struct store_result *res)
 
 		if (strncasecmp(h->name, META_PREFIX, plen) != 0 || !h->name[plen])
 			continue;
-		if (res->nmeta == STORE_META_MAX)
-			break; /* more than we keep: the first STORE_META_MAX */
+		if (res->nmeta == STORE_META_MAX) {
+			res->meta_dropped++; /* more than we keep: the first STORE_META_MAX */
+			continue;
+		}
 		name = strdup(h->name + plen);
 		value = strdup(h->value);
 		if (!name || !value) {

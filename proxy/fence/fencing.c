@@ -270,6 +270,8 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	}
 	if (fr->kind == S3_MPU_CREATE)
 		return PROXY_PASS;
+	if (fr->copy_metadata)
+		return fencing_copy_prepare(fr); /* then fencing_step_cas */
 	return fencing_step_cas(fr);
 }
 

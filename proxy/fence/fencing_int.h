@@ -67,6 +67,7 @@ struct freq {
 	struct token token;
 	uint64_t epoch;              /* T, once known */
 	bool looked_up;              /* T > C: a fresh load ran for it */
+	bool copy_metadata;          /* CopyObject with the COPY directive */
 	int cache_hit;               /* objcache lookup of step_decide: 1 hit */
 	struct objcache_entry cached;
 	bool client_inm;             /* client sent If-None-Match: * */
@@ -168,6 +169,12 @@ enum proxy_action fencing_delete_start(struct freq *fr, bool fenced);
 /* Reads the (bounded) body and lets the lock-file guard decide and perform
  * the write. Returns PROXY_HANDLED (replied, or replies later). */
 enum proxy_action fencing_guard_start(struct freq *fr);
+
+/* ---- fencing_copy.c: CopyObject's COPY directive (S3 mode) -------------- */
+
+/* Reads the copy source's metadata, rewrites the copy as REPLACE with it
+ * (and the stamp already set), then carries on with fencing_step_cas. */
+enum proxy_action fencing_copy_prepare(struct freq *fr);
 
 /* ---- fencing_http.c: HTTP mode ------------------------------------------ */
 

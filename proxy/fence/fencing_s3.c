@@ -682,11 +682,17 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 				   "If-Match and If-None-Match together", false, 0);
 	if (fr->kind == S3_OBJECT_COPY) {
 		v = proxy_req_header(req, "x-amz-metadata-directive");
-		if (!v || strcasecmp(v, "REPLACE") != 0)
+		if (v && strcasecmp(v, "REPLACE") != 0 && strcasecmp(v, "COPY") != 0)
+			return fencing_reply_error(fr, 400, "InvalidArgument",
+					   "Unknown metadata directive.", false, 0);
+		/* COPY (the default): the proxy sends REPLACE with the source's
+		 * metadata and its own stamp (fencing_copy.c) */
+		fr->copy_metadata = !v || strcasecmp(v, "COPY") == 0;
+		if (fr->copy_metadata && !f->s3_endpoint)
 			return fencing_reply_error(fr, 400, "InvalidRequest",
-					   "a fenced CopyObject needs x-amz-metadata-directive: "
-					   "REPLACE (the copy must carry its own fencing epoch)",
-					   false, 0);
+					   "a fenced CopyObject on the embedded store needs "
+					   "x-amz-metadata-directive: REPLACE (the copy must carry "
+					   "its own fencing epoch)", false, 0);
 	}
 	if (fr->kind == S3_MPU_PART || fr->kind == S3_MPU_COMPLETE || fr->kind == S3_MPU_ABORT) {
 		struct multipart_upload u;

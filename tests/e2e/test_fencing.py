@@ -601,12 +601,36 @@ def test_multipart(moto, gate):
                    MetadataDirective="REPLACE", Metadata={"fencing-token": str(e2)})
     h = moto.client().head_object(Bucket=b, Key="copy")
     expect(h["Metadata"].get("fencing-epoch") == str(e2), "copy stamped: %s" % h["Metadata"])
+    # the default directive (COPY): the proxy reads the source's metadata and
+    # sends REPLACE with it and its own stamp
+    s3.put_object(Bucket=b, Key="src", Body=b"csv,data", ContentType="text/csv",
+                  CacheControl="max-age=60", ContentDisposition="attachment",
+                  Metadata={"color": "blue", "fencing-token": str(e2)})
+    s3.copy_object(Bucket=b, Key="copy2", CopySource={"Bucket": b, "Key": "src"},
+                   Metadata={"fencing-token": str(e2)})
+    h = moto.client().head_object(Bucket=b, Key="copy2")
+    expect(h["Metadata"] == {"color": "blue", "fencing-epoch": str(e2), "fencing-lock": b}
+           and h["ContentType"] == "text/csv" and h.get("CacheControl") == "max-age=60"
+           and h.get("ContentDisposition") == "attachment",
+           "COPY directive: the source's metadata and our stamp: %s" % h)
+    h = s3.head_object(Bucket=b, Key="copy2")
+    expect(h["Metadata"] == {"color": "blue"}, "through the proxy: %s" % h["Metadata"])
+    # a copy under an older epoch is refused and nothing is written
     try:
-        s3.copy_object(Bucket=b, Key="copy2", CopySource={"Bucket": b, "Key": "big"},
-                       Metadata={"fencing-token": str(e2)})
-        raise AssertionError("copy with COPY directive accepted")
+        s3.copy_object(Bucket=b, Key="copy3", CopySource={"Bucket": b, "Key": "src"},
+                       Metadata={"fencing-token": str(e)})
+        raise AssertionError("a stale copy was accepted")
     except s3.exceptions.ClientError as err:
-        expect(err.response["Error"]["Code"] == "InvalidRequest", str(err))
+        expect(err.response["Error"]["Code"] == "FencingTokenStale", str(err))
+    expect(moto_body(moto, b, "copy3")[0] is None, "the stale copy never landed")
+    # a copy of one version is refused, not approximated
+    try:
+        s3.copy_object(Bucket=b, Key="copy4",
+                       CopySource={"Bucket": b, "Key": "src", "VersionId": "v1"},
+                       Metadata={"fencing-token": str(e2)})
+        raise AssertionError("a COPY-directive copy of a version was accepted")
+    except s3.exceptions.ClientError as err:
+        expect(err.response["Error"]["Code"] == "NotImplemented", str(err))
     # multi-object delete is fenced too: without a token, nothing is deleted
     try:
         s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "copy"}]})

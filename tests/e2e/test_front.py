@@ -549,8 +549,8 @@ def test_s3_operations(g, moto):
     page2 = s3.list_objects_v2(Bucket="fg-ops", MaxKeys=5,
                                ContinuationToken=page["NextContinuationToken"])
     assert len(page2["Contents"]) == 3, page2["Contents"]
-    # By design a fenced CopyObject must say x-amz-metadata-directive: REPLACE
-    # (fencing.md: with COPY the copy would carry the source's epoch stamp).
+    # a fenced CopyObject with REPLACE: the request's metadata and the stamp
+    # (COPY is test_fencing.py's multipart test)
     fs3.copy_object(Bucket="fg-ops", Key="copy.txt", MetadataDirective="REPLACE",
                     ContentType="text/plain",
                     CopySource={"Bucket": "fg-ops", "Key": "dir/a.txt"})
