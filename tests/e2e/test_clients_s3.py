@@ -6,7 +6,8 @@ every write under /BUCKET/ fenced by lock BUCKET, authentication off on
 loopback), UNFENCED is -c with unrouted_writes "allow". Driven with s3cmd
 (put, get, ls, del, sync), rclone (copy, lsf, sync, purge: rclone 1.60
 deletes one key at a time, never with DeleteObjects) and boto3's
-delete_objects (DeleteObjects), fenced (token as X-Fencing-Token or as
+delete_objects (DeleteObjects) and @aws-sdk/client-s3 with lib-storage,
+fenced (token as X-Fencing-Token or as
 x-amz-meta-fencing-token) and unfenced, with a lock file among the keys:
 it is refused per key and stays. Every outcome is read back from moto with
 boto3 directly, not only from the client's exit status. Prints
@@ -341,6 +342,66 @@ def t_boto3_delete_objects(s):
     assert s.keys(UBUCKET, "del/") == []
 
 
+JS = os.path.join(harness.ROOT, "tests", "js", "s3client.mjs")
+
+
+def js(g, op, **args):
+    """One S3 call through @aws-sdk/client-s3 (tests/js/s3client.mjs)."""
+    env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
+               AWS_REGION="us-east-1")
+    env.pop("AWS_ENDPOINT_URL", None)
+    p = run(["node", JS, g.url, op, json.dumps(args)], env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def t_js_sdk(s):
+    need("node")
+    g, tok = s.fenced, {"X-Fencing-Token": str(s.epoch)}
+    # fenced: a put by header and by metadata; without a token nothing lands
+    r = js(g, "put", bucket=FBUCKET, key="js/a.txt", body="js-a", headers=tok)
+    assert r["ok"], r
+    r = js(g, "put", bucket=FBUCKET, key="js/b.txt", body="js-b",
+           metadata={"fencing-token": str(s.epoch), "k": "v"})
+    assert r["ok"], r
+    r = js(g, "put", bucket=FBUCKET, key="js/c.txt", body="no token")
+    assert not r["ok"] and r["status"] == 428, r
+    assert s.body(FBUCKET, "js/c.txt") is None
+    assert s.meta(FBUCKET, "js/b.txt") == {"k": "v", "fencing-epoch": str(s.epoch),
+                                           "fencing-lock": FBUCKET}
+    r = js(g, "head", bucket=FBUCKET, key="js/b.txt")
+    assert r["ok"] and r["metadata"] == {"k": "v"}, r  # the stamp is the proxy's
+    # lib-storage Upload: a 6 MiB body goes multipart, fenced by the upload
+    big = os.path.join(s.dir.path, "big.bin")
+    with open(big, "wb") as f:
+        f.write(os.urandom(6 * 1024 * 1024))
+    r = js(g, "upload", bucket=FBUCKET, key="js/big.bin", file=big, headers=tok)
+    assert r["ok"] and r["etag"].strip('"').endswith("-2"), r
+    with open(big, "rb") as f:
+        assert s.body(FBUCKET, "js/big.bin") == f.read()
+    # CopyObject with the SDK's default directive (COPY)
+    r = js(g, "copy", bucket=FBUCKET, key="js/copy.txt", source="js/b.txt", headers=tok)
+    assert r["ok"], r
+    assert s.meta(FBUCKET, "js/copy.txt") == {"k": "v", "fencing-epoch": str(s.epoch),
+                                              "fencing-lock": FBUCKET}
+    # list and delete; DeleteObjects with the lock file among the keys
+    r = js(g, "list", bucket=FBUCKET, prefix="js/")
+    assert r["ok"] and r["keys"] == ["js/a.txt", "js/b.txt", "js/big.bin", "js/copy.txt"], r
+    r = js(g, "delete", bucket=FBUCKET, key="js/a.txt", headers=tok)
+    assert r["ok"] and s.body(FBUCKET, "js/a.txt") is None, r
+    r = js(g, "delete_many", bucket=FBUCKET, keys=["js/b.txt", s.lock_key()], headers=tok)
+    assert r["ok"] and r["deleted"] == ["js/b.txt"] and \
+        r["errors"] == [{"key": s.lock_key(), "code": "AccessDenied"}], r
+    assert s.body(FBUCKET, s.lock_key()) is not None
+    # unfenced: no token needed
+    u = s.unfenced
+    assert js(u, "put", bucket=UBUCKET, key="js/u.txt", body="u")["ok"]
+    assert js(u, "copy", bucket=UBUCKET, key="js/u2.txt", source="js/u.txt")["ok"]
+    assert s.body(UBUCKET, "js/u2.txt") == b"u"
+    assert js(u, "delete_many", bucket=UBUCKET, keys=["js/u.txt", "js/u2.txt"])["ok"]
+    assert s.keys(UBUCKET, "js/") == []
+
+
 def main():
     r = harness.Runner("e2e clients-s3")
     s = Setup()
@@ -354,6 +415,8 @@ def main():
             ("rclone unfenced: copy, sync, lsf, purge", t_rclone_unfenced),
             ("boto3 delete_objects: fenced by header or metadata, lock key refused per key; "
              "unfenced", t_boto3_delete_objects),
+            ("@aws-sdk/client-s3: put (header, metadata), lib-storage multipart, default "
+             "copy, list, delete, DeleteObjects; unfenced", t_js_sdk),
         ]:
             r.check(label, fn, s)
     finally:
