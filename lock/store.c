@@ -45,6 +45,21 @@ const char *const store_hdr_names[STORE_HDR_COUNT] = {
 	"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires",
 };
 
+enum store_code store_delete_ex(struct store *st, const char *key,
+				const struct store_delete_opts *opts, struct store_result *res)
+{
+	if (st->ops->del_opts)
+		return st->ops->del_opts(st, key, opts, res);
+	if (opts && opts->if_meta.name) {
+		store_result_clear(res);
+		res->code = STORE_ERR_INVALID;
+		snprintf(res->err_message, sizeof(res->err_message),
+			 "this store cannot condition a delete on metadata");
+		return STORE_ERR_INVALID;
+	}
+	return st->ops->del(st, key, opts ? opts->if_match : NULL, res);
+}
+
 const char *store_result_meta(const struct store_result *res, const char *name)
 {
 	size_t i;

@@ -102,12 +102,39 @@ enum store_cond {
 	STORE_COND_IF_MATCH,          /* If-Match: etag      — replace that version */
 };
 
+/* A condition on one user-metadata value of the key's current version,
+ * checked atomically with the write (the ETag alone cannot tell apart two
+ * versions with the same bytes). With name set: the key must exist
+ * (else STORE_NOT_FOUND) and its metadata name (lowercase, no prefix) must
+ * equal value, absent metadata counting as "" (else
+ * STORE_PRECONDITION_FAILED). Only the local-directory store checks it;
+ * store_s3 refuses a write that asks (STORE_ERR_INVALID) rather than ignore
+ * it. */
+struct store_meta_cond {
+	const char *name;                 /* NULL: no condition */
+	const char *value;                /* NULL counts as "" */
+};
+
 struct store_put_opts {
 	enum store_cond cond;
 	const char *etag;                 /* for STORE_COND_IF_MATCH */
 	const char *content_type;         /* NULL: application/octet-stream */
 	const struct store_meta *meta;    /* user metadata to set, may be NULL */
 	size_t nmeta;
+	/* With STORE_COND_NONE or STORE_COND_IF_MATCH only (not with
+	 * If-None-Match "*": STORE_ERR_INVALID). */
+	struct store_meta_cond if_meta;
+	/* Stored and returned as they are, local-directory store only (store_s3
+	 * ignores them): Cache-Control, Expires, Content-Disposition,
+	 * Content-Encoding, Content-Language. NULL: none. */
+	const char *const *headers;       /* STORE_HDR_COUNT entries, or NULL */
+};
+
+/* A conditional delete: if_match (an ETag, NULL none) and if_meta, both on
+ * the same version, atomically. */
+struct store_delete_opts {
+	const char *if_match;
+	struct store_meta_cond if_meta;
 };
 
 struct store_list_entry {
@@ -143,6 +170,11 @@ struct store_ops {
 	/* if_match: NULL for an unconditional delete. */
 	enum store_code (*del)(struct store *st, const char *key,
 			       const char *if_match, struct store_result *res);
+	/* The same with store_delete_opts; NULL in a backend that has only
+	 * del (store_delete_ex then refuses an if_meta condition). */
+	enum store_code (*del_opts)(struct store *st, const char *key,
+				    const struct store_delete_opts *opts,
+				    struct store_result *res);
 	/* Keys beginning with prefix, after start_after (may be NULL), or from
 	 * the continuation token (may be NULL); at most max_keys (1..1000). */
 	enum store_code (*list)(struct store *st, const char *prefix,
@@ -198,6 +230,10 @@ static inline enum store_code store_put(struct store *st, const char *key, const
 static inline enum store_code store_delete(struct store *st, const char *key, const char *if_match,
 					   struct store_result *res)
 { return st->ops->del(st, key, if_match, res); }
+/* A delete under store_delete_opts (NULL: unconditional). A backend that
+ * cannot check opts->if_meta answers STORE_ERR_INVALID. */
+enum store_code store_delete_ex(struct store *st, const char *key,
+				const struct store_delete_opts *opts, struct store_result *res);
 static inline enum store_code store_list(struct store *st, const char *prefix, const char *start_after,
 					 const char *continuation, int max_keys,
 					 struct store_list_page *page, struct store_result *res)

@@ -135,6 +135,17 @@ static int etag_matches(const char *want, const char *have)
 	return wl == hl && strncasecmp(want, have, wl) == 0;
 }
 
+/* 1 if the version whose sidecar is json (NULL: none) has metadata
+ * name equal to value, absent counting as "". */
+static int meta_cond_holds(const cJSON *json, const char *name, const char *value)
+{
+	const cJSON *user = json ? cJSON_GetObjectItemCaseSensitive(json, "meta") : NULL;
+	const cJSON *item = cJSON_IsObject(user) ? cJSON_GetObjectItemCaseSensitive(user, name) : NULL;
+	const char *have = cJSON_IsString(item) ? item->valuestring : "";
+
+	return strcmp(have, value ? value : "") == 0;
+}
+
 static uint64_t key_hash(const char *key)
 {
 	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
@@ -351,7 +362,7 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 	char obj_tmp[96] = "", meta_tmp[96] = "", etag[STORE_ETAG_MAX];
 	char ident[FS_IDENT_MAX], meta_ident[FS_IDENT_MAX], if_match[STORE_ETAG_MAX] = "";
 	const char *leaf = NULL, *mleaf = NULL;
-	char *meta_text = NULL;
+	char *meta_text = NULL, *if_meta_value = NULL;
 	int data_fd = -1, meta_fd = -1, lock_fd = -1, exists = 0;
 	int64_t now;
 	struct stat sb;
@@ -362,11 +373,22 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 	/* before store_fs_begin() clears res: the caller may pass res->etag */
 	if (opts->etag)
 		snprintf(if_match, sizeof(if_match), "%s", opts->etag);
+	if (opts->if_meta.name)
+		if_meta_value = strdup(opts->if_meta.value ? opts->if_meta.value : "");
 	fs = store_fs_begin(st, res);
 	now = res->server_date;
 	code = check_key(key, res);
 	if (code)
 		goto out;
+	if (opts->if_meta.name && !if_meta_value) {
+		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory");
+		goto out;
+	}
+	if (opts->if_meta.name && opts->cond == STORE_COND_IF_NONE_MATCH_ANY) {
+		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+				     "a metadata condition needs an existing object, not If-None-Match");
+		goto out;
+	}
 	if (!body && len) {
 		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument", "no body given for %zu bytes", len);
 		goto out;
@@ -425,7 +447,7 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 				     "object \"%s\" already exists (If-None-Match: *)", key);
 		goto out;
 	}
-	if (opts->cond == STORE_COND_IF_MATCH) {
+	if (opts->cond == STORE_COND_IF_MATCH || if_meta_value) {
 		if (!exists) {
 			code = store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey",
 					     "no object \"%s\" to replace (If-Match)", key);
@@ -434,9 +456,15 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 		code = store_fs_object_read(data_fd, meta_fd, leaf, key, 0, &current, res);
 		if (code)
 			goto out;
-		if (!etag_matches(if_match, current.etag)) {
+		if (opts->cond == STORE_COND_IF_MATCH && !etag_matches(if_match, current.etag)) {
 			code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
 					     "object \"%s\" is at ETag %s, not %s", key, current.etag, if_match);
+			goto out;
+		}
+		if (if_meta_value && !meta_cond_holds(current.json, opts->if_meta.name, if_meta_value)) {
+			code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
+					     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
+					     opts->if_meta.name, if_meta_value);
 			goto out;
 		}
 	}
@@ -490,6 +518,7 @@ out:
 	store_fs_temp_remove(fs, obj_tmp);
 	store_fs_temp_remove(fs, meta_tmp);
 	free(meta_text);
+	free(if_meta_value);
 	store_fs_object_free(&current);
 	store_fs_close_fd(&data_fd);
 	store_fs_close_fd(&meta_fd);
@@ -499,12 +528,14 @@ out:
 
 /* Deletes the object (and its sidecar). A missing key is STORE_OK (204) when
  * unconditional, STORE_NOT_FOUND with If-Match, as S3 answers. */
-static enum store_code fs_del(struct store *st, const char *key, const char *if_match_arg,
-			      struct store_result *res)
+static enum store_code fs_del_opts(struct store *st, const char *key,
+				   const struct store_delete_opts *dopts, struct store_result *res)
 {
+	static const struct store_delete_opts no_opts = { 0 };
 	struct fs_store *fs;
 	char if_match_buf[STORE_ETAG_MAX];
-	const char *if_match = NULL;
+	const char *if_match = NULL, *if_match_arg;
+	char *if_meta_value = NULL;
 	struct fs_object current = { 0 };
 	struct store_result scratch = STORE_RESULT_INIT;
 	const char *leaf = NULL, *mleaf = NULL;
@@ -512,15 +543,24 @@ static enum store_code fs_del(struct store *st, const char *key, const char *if_
 	struct stat sb;
 	enum store_code code;
 
+	if (!dopts)
+		dopts = &no_opts;
+	if_match_arg = dopts->if_match;
 	/* before store_fs_begin() clears res: the caller may pass res->etag */
 	if (if_match_arg) {
 		snprintf(if_match_buf, sizeof(if_match_buf), "%s", if_match_arg);
 		if_match = if_match_buf;
 	}
+	if (dopts->if_meta.name)
+		if_meta_value = strdup(dopts->if_meta.value ? dopts->if_meta.value : "");
 	fs = store_fs_begin(st, res);
 	code = check_key(key, res);
 	if (code)
 		goto out;
+	if (dopts->if_meta.name && !if_meta_value) {
+		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory");
+		goto out;
+	}
 	if (if_match && !*if_match) {
 		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument", "If-Match without an ETag");
 		goto out;
@@ -537,15 +577,21 @@ static enum store_code fs_del(struct store *st, const char *key, const char *if_
 		goto out;
 	if (store_fs_open_key_dir(fs->meta_fd, key, WALK_READ, &meta_fd, &mleaf, &scratch) != STORE_OK)
 		meta_fd = -1;
-	if (if_match) {
+	if (if_match || if_meta_value) {
 		code = store_fs_object_read(data_fd, meta_fd, leaf, key, 0, &current, res);
 		if (code == STORE_NOT_FOUND)
 			goto missing;
 		if (code)
 			goto out;
-		if (!etag_matches(if_match, current.etag)) {
+		if (if_match && !etag_matches(if_match, current.etag)) {
 			code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
 					     "object \"%s\" is at ETag %s, not %s", key, current.etag, if_match);
+			goto out;
+		}
+		if (if_meta_value && !meta_cond_holds(current.json, dopts->if_meta.name, if_meta_value)) {
+			code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
+					     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
+					     dopts->if_meta.name, if_meta_value);
 			goto out;
 		}
 	} else if (fstatat(data_fd, leaf, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -579,17 +625,26 @@ missing:
 	store_result_clear(res);
 	res->attempts = 1;
 	res->server_date = now_seconds(fs);
-	if (if_match)
+	if (if_match || if_meta_value)
 		code = store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey", "no object \"%s\" to delete (If-Match)", key);
 	else
 		code = store_fs_succeed(res, 204);
 out:
+	free(if_meta_value);
 	store_result_clear(&scratch);
 	store_fs_object_free(&current);
 	store_fs_close_fd(&data_fd);
 	store_fs_close_fd(&meta_fd);
 	store_fs_unlock_key(&lock_fd);
 	return code;
+}
+
+static enum store_code fs_del(struct store *st, const char *key, const char *if_match,
+			      struct store_result *res)
+{
+	struct store_delete_opts opts = { .if_match = if_match };
+
+	return fs_del_opts(st, key, &opts, res);
 }
 
 static void fs_close(struct store *st)
@@ -611,6 +666,7 @@ static const struct store_ops fs_ops = {
 	.head = fs_head,
 	.put = fs_put,
 	.del = fs_del,
+	.del_opts = fs_del_opts,
 	.list = store_fs_list,
 	.close = fs_close,
 };

@@ -612,6 +612,8 @@ static enum store_code s3_put(struct store *st, const char *key, const void *bod
 		return refuse(res, "unknown put condition");
 	if (opts->content_type && (!*opts->content_type || !store_s3_header_safe(opts->content_type)))
 		return refuse(res, "bad content type");
+	if (opts->if_meta.name)
+		return refuse(res, "S3 cannot condition a write on metadata (if_meta)");
 	if (opts->nmeta > STORE_META_MAX || (opts->nmeta && !opts->meta))
 		return refuse(res, "too much metadata");
 	for (i = 0; i < opts->nmeta; i++)

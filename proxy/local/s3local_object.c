@@ -184,6 +184,15 @@ static uint64_t object_epoch(const struct store_result *res)
 	return e;
 }
 
+/* The stored fencing-epoch text of a version as the store compares it
+ * ("" when absent). */
+static const char *stored_epoch(const struct store_result *res)
+{
+	const char *v = store_result_meta(res, S3LOCAL_EPOCH_META);
+
+	return v ? v : "";
+}
+
 /* The client's If-Match / If-None-Match against the version in cur
  * (exists: found). Returns 0 if they hold, -1 with c failed. */
 static int client_write_conditions(struct s3l_call *c, int exists, const struct store_result *cur)
@@ -212,7 +221,7 @@ void s3l_run_put(struct s3l_call *c)
 	struct store_put_opts opts = { 0 };
 	struct store_result cur = STORE_RESULT_INIT;
 	struct store *st = NULL;
-	char etag[STORE_ETAG_MAX];
+	char etag[STORE_ETAG_MAX], seen_epoch[S3L_META_BYTES + 1];
 	int owned = 0, attempt;
 	enum store_code code;
 
@@ -267,13 +276,19 @@ void s3l_run_put(struct s3l_call *c)
 		}
 		if (client_write_conditions(c, exists, &cur) < 0)
 			goto out;
+		/* exactly that version: its ETag and its epoch (the same bytes
+		 * rewritten under a newer epoch keep the ETag) */
 		if (exists) {
 			snprintf(etag, sizeof(etag), "%s", cur.etag);
+			snprintf(seen_epoch, sizeof(seen_epoch), "%s", stored_epoch(&cur));
 			opts.cond = STORE_COND_IF_MATCH;
 			opts.etag = etag;
+			opts.if_meta.name = S3LOCAL_EPOCH_META;
+			opts.if_meta.value = seen_epoch;
 		} else {
 			opts.cond = STORE_COND_IF_NONE_MATCH_ANY;
 			opts.etag = NULL;
+			opts.if_meta.name = NULL;
 		}
 		code = store_put(st, c->key, c->body, c->body_len, &opts, &c->res);
 		if (code == STORE_OK) {
@@ -297,9 +312,10 @@ out:
 
 void s3l_run_delete(struct s3l_call *c)
 {
+	struct store_delete_opts dopts = { 0 };
 	struct store_result cur = STORE_RESULT_INIT;
 	struct store *st = NULL;
-	char etag[STORE_ETAG_MAX];
+	char etag[STORE_ETAG_MAX], seen_epoch[S3L_META_BYTES + 1];
 	int owned = 0, attempt;
 	enum store_code code;
 
@@ -343,7 +359,11 @@ void s3l_run_delete(struct s3l_call *c)
 			goto out;
 		}
 		snprintf(etag, sizeof(etag), "%s", cur.etag);
-		code = store_delete(st, c->key, etag, &c->res);
+		snprintf(seen_epoch, sizeof(seen_epoch), "%s", stored_epoch(&cur));
+		dopts.if_match = etag;
+		dopts.if_meta.name = S3LOCAL_EPOCH_META;
+		dopts.if_meta.value = seen_epoch;
+		code = store_delete_ex(st, c->key, &dopts, &c->res);
 		if (code == STORE_OK) {
 			c->status = 204;
 			goto out;

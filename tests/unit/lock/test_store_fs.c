@@ -247,6 +247,99 @@ static void test_delete(void **state)
 	assert_int_equal(f->res.nmeta, 0);
 }
 
+/* The ABA a fenced writer must not fall for: epoch 2 rewrites the same
+ * bytes (same ETag) between an epoch-1 writer's read and its write. The
+ * ETag condition alone still holds; the epoch condition does not. Rows:
+ * the condition presented after the rewrite, and what the store answers. */
+static void put_epoch(struct fixture *f, const char *key, const char *body, const char *epoch)
+{
+	struct store_meta meta[] = { { "fencing-epoch", (char *)epoch } };
+	struct store_put_opts opts = { .meta = meta, .nmeta = epoch ? 1 : 0 };
+
+	assert_int_equal(store_put(f->st, key, body, strlen(body), &opts, &f->res), STORE_OK);
+}
+
+static void test_meta_condition_aba(void **state)
+{
+	static const struct {
+		const char *name;
+		int with_etag;          /* If-Match the ETag seen before the rewrite */
+		const char *if_epoch;   /* NULL: no metadata condition */
+		enum store_code want;
+	} rows[] = {
+		{ "etag alone passes (the ABA)", 1, NULL, STORE_OK },
+		{ "etag and the old epoch fail", 1, "1", STORE_PRECONDITION_FAILED },
+		{ "the old epoch alone fails", 0, "1", STORE_PRECONDITION_FAILED },
+		{ "etag and the current epoch pass", 1, "2", STORE_OK },
+		{ "absent counts as empty: fails", 1, "", STORE_PRECONDITION_FAILED },
+	};
+	struct fixture *f = *state;
+	char seen[STORE_ETAG_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct store_put_opts opts = { .cond = rows[i].with_etag ? STORE_COND_IF_MATCH
+									  : STORE_COND_NONE };
+		struct store_delete_opts dopts = { 0 };
+
+		put_epoch(f, "aba", "same bytes", "1");     /* the zombie reads (seen, 1) */
+		snprintf(seen, sizeof(seen), "%s", f->res.etag);
+		put_epoch(f, "aba", "same bytes", "2");     /* epoch 2 rewrites them */
+		assert_string_equal(f->res.etag, seen);
+		opts.etag = seen;
+		opts.if_meta.name = rows[i].if_epoch ? "fencing-epoch" : NULL;
+		opts.if_meta.value = rows[i].if_epoch;
+		if (store_put(f->st, "aba", "zombie", 6, &opts, &f->res) != rows[i].want)
+			fail_msg("put row \"%s\": %s", rows[i].name, f->res.err_message);
+		/* the delete takes the same condition */
+		put_epoch(f, "aba", "same bytes", "2");
+		dopts.if_match = rows[i].with_etag ? seen : NULL;
+		dopts.if_meta = opts.if_meta;
+		if (store_delete_ex(f->st, "aba", &dopts, &f->res) != rows[i].want)
+			fail_msg("delete row \"%s\": %s", rows[i].name, f->res.err_message);
+	}
+	/* absent metadata matches ""; a missing key is 404 with a condition */
+	put_epoch(f, "plain", "x", NULL);
+	{
+		struct store_put_opts opts = { .if_meta = { "fencing-epoch", "" } };
+		struct store_delete_opts dopts = { .if_meta = { "fencing-epoch", NULL } };
+
+		assert_int_equal(store_put(f->st, "plain", "y", 1, &opts, &f->res), STORE_OK);
+		assert_int_equal(store_put(f->st, "nope", "y", 1, &opts, &f->res), STORE_NOT_FOUND);
+		opts.cond = STORE_COND_IF_NONE_MATCH_ANY;
+		assert_int_equal(store_put(f->st, "new", "y", 1, &opts, &f->res), STORE_ERR_INVALID);
+		assert_int_equal(store_delete_ex(f->st, "nope", &dopts, &f->res), STORE_NOT_FOUND);
+		assert_int_equal(store_delete_ex(f->st, "plain", &dopts, &f->res), STORE_OK);
+		assert_int_equal(store_head(f->st, "plain", &f->res), STORE_NOT_FOUND);
+	}
+}
+
+/* store_s3 cannot check a metadata condition: it refuses before sending
+ * rather than write unconditionally. */
+static void test_s3_refuses_meta_condition(void **state)
+{
+	struct store_config cfg = { .url = "s3://some-bucket", .endpoint = "http://127.0.0.1:9",
+				    .max_retries = -1, .timeout_ms = 500 };
+	struct store_put_opts opts = { .if_meta = { "fencing-epoch", "1" } };
+	struct store_delete_opts dopts = { .if_match = "\"x\"", .if_meta = { "fencing-epoch", "1" } };
+	struct store_result res = STORE_RESULT_INIT;
+	char err[256] = "";
+	struct store *st;
+
+	(void)state;
+	setenv("AWS_ACCESS_KEY_ID", "test", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "test", 1);
+	st = store_open(&cfg, err, sizeof(err));
+	if (!st)
+		fail_msg("store_open: %s", err);
+	assert_int_equal(store_put(st, "k", "x", 1, &opts, &res), STORE_ERR_INVALID);
+	assert_int_equal(res.attempts, 0);
+	assert_int_equal(store_delete_ex(st, "k", &dopts, &res), STORE_ERR_INVALID);
+	assert_int_equal(res.attempts, 0);
+	store_result_clear(&res);
+	store_close(st);
+}
+
 static void test_metadata_round_trip(void **state)
 {
 	struct fixture *f = *state;
@@ -858,6 +951,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_if_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replace_unconditional, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_meta_condition_aba, setup, teardown),
+		cmocka_unit_test(test_s3_refuses_meta_condition),
 		cmocka_unit_test_setup_teardown(test_metadata_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_clock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_counted, setup, teardown),
