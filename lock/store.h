@@ -245,9 +245,10 @@ struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
 struct store *store_fs_open(const struct store_config *cfg, const char *dir,
 			    char *err, size_t errlen);
 
-/* A key the local-directory backend would refuse: empty, absolute, with a
- * "." or ".." segment, "//", NUL/control bytes, or longer than 1024 bytes.
- * Returns 1 if valid. */
+/* A conservative key rule: not empty, not absolute, no "." or ".."
+ * segment, no "//", no NUL/control bytes, at most 1024 bytes. Returns 1 if
+ * key passes. (The local-directory backend no longer needs it: it stores
+ * every S3 key, see store_fs_path.c.) */
 int store_key_valid(const char *key, size_t len);
 
 #endif

@@ -1,15 +1,18 @@
 /* store_fs.c — the object store on a local directory (file:///DIR, and the
- * proxy's embedded ./fencegate-data). Key "a/b/c" is the file DIR/a/b/c;
- * everything the backend keeps for itself (temp files, per-key lock files,
- * metadata sidecars mirroring the key tree) lives under DIR/.fencegate/, a
- * name space no key may enter. It gives S3's conditional-write semantics
- * between processes on one host (flock + link/rename); it does not make a
- * network file system safe and it never removes directories it created.
+ * proxy's embedded ./fencegate-data). Key "a/b/c" is the file DIR/a/b/c
+ * (store_fs_path.c names every other key); everything the backend keeps for
+ * itself (temp files, per-key lock files, metadata sidecars) lives under
+ * DIR/.fencegate/, a name no encoded key has. It gives S3's
+ * conditional-write semantics between processes on one host (flock +
+ * link/rename), and a write is one unit: after a crash at any point a
+ * reader sees the old object with its metadata or the new one with its own.
+ * It does not make a network file system safe and it never removes
+ * directories it created.
  *
- * This file holds the results, the key rules, the per-key locks, the walk
- * to a key's directory, get/head/put/delete and opening the store; an
- * object's file and sidecar on disk are store_fs_meta.c, listing is
- * store_fs_list.c. */
+ * This file holds the results, the key rule, the per-key locks,
+ * get/head/put/delete and opening the store; key names on disk and the walk
+ * are store_fs_path.c, an object's file and sidecar store_fs_meta.c,
+ * listing store_fs_list.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -25,10 +28,6 @@
 
 #include "store.h"
 #include "store_fs_int.h"
-
-static const char *const key_space_rule =
-	"keys may not be empty, absolute, contain \".\" or \"..\" segments, \"//\", "
-	"control bytes, or exceed 1024 bytes";
 
 __attribute__((format(printf, 4, 5)))
 enum store_code store_fs_fail(struct store_result *res, enum store_code code,
@@ -83,29 +82,23 @@ struct fs_store *store_fs_begin(struct store *st, struct store_result *res)
 	return fs;
 }
 
-int store_fs_is_reserved(const char *key)
-{
-	size_t n = strlen(FS_RESERVED);
-
-	return strncmp(key, FS_RESERVED, n) == 0 && (key[n] == '\0' || key[n] == '/');
-}
-
-/* STORE_OK if key may name a file under DIR, else STORE_ERR_INVALID. */
+/* STORE_OK if key may be stored: 1 to 1024 bytes (any bytes but NUL). */
 static enum store_code check_key(const char *key, struct store_result *res)
 {
-	if (!key)
+	if (!key || !*key)
 		return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument", "no key given");
-	if (!store_key_valid(key, strlen(key)))
-		return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-				     "refusing key: %s", key_space_rule);
-	if (key[strlen(key) - 1] == '/')
-		return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-				     "refusing key \"%s\": a key ending in '/' (a folder marker) cannot be a file", key);
-	if (store_fs_is_reserved(key))
-		return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-				     "refusing key \"%s\": \"" FS_RESERVED "/\" is reserved for the store's own files",
-				     key);
+	if (strlen(key) > FS_KEY_MAX)
+		return store_fs_fail(res, STORE_ERR_INVALID, "KeyTooLongError",
+				     "refusing key: keys are at most 1024 bytes");
 	return STORE_OK;
+}
+
+void store_fs_crash_point(int n)
+{
+	const char *v = getenv("FENCE_STORE_FS_CRASH");
+
+	if (v && atoi(v) == n)
+		_exit(86);
 }
 
 void store_fs_close_fd(int *fd)
@@ -203,86 +196,66 @@ void store_fs_unlock_key(int *fd)
 	*fd = -1;
 }
 
-/* Opens the directory that holds key's last segment, starting at base_fd and
- * never following a symlink. Sets *dir_fd (owned by the caller) and *leaf
- * (points into key). Returns STORE_OK, STORE_NOT_FOUND (WALK_READ only),
- * STORE_ERR_INVALID (a symlink or an object where a directory must be) or
- * STORE_ERR_IO. */
-enum store_code store_fs_open_key_dir(int base_fd, const char *key, enum walk_mode mode,
-				      int *dir_fd, const char **leaf,
-				      struct store_result *res)
+static int cmp_slot(const void *a, const void *b)
 {
-	char seg[FS_KEY_MAX + 1];
-	const char *p = key, *slash;
-	int fd = -1, next;
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
 
-	*dir_fd = -1;
-	fd = fcntl(base_fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0)
-		return store_fs_fail_io(res, "open directory for key", key, errno);
-	while ((slash = strchr(p, '/')) != NULL) {
-		size_t n = (size_t)(slash - p);
-		struct stat sb;
-		int made = 0;
+	return x < y ? -1 : x > y;
+}
 
-		memcpy(seg, p, n);
-		seg[n] = '\0';
-		if (mode != WALK_READ) {
-			if (mkdirat(fd, seg, 0755) == 0) {
-				made = 1;
-			} else if (errno != EEXIST) {
-				int e = errno;
+/* Locks are taken in ascending lock-file order, each file once: two writers
+ * never wait on each other in a cycle, and a process never waits on itself. */
+int store_fs_write_locks(struct fs_store *fs, const char *key, const struct fs_path *p,
+			 int *fds, struct store_result *res)
+{
+	unsigned slots[FS_LOCKS_MAX];
+	char name[16], anc[FS_KEY_MAX + 1];
+	size_t n = 0, i, k = 0;
 
-				close(fd);
-				if (e == ENAMETOOLONG)
-					return store_fs_fail(res, STORE_ERR_INVALID, "KeyTooLongError",
-							     "key \"%s\": a segment is too long for the file system", key);
-				return store_fs_fail_io(res, "create directory for key", key, e);
-			}
-			if (made && fsync(fd) < 0) {
-				int e = errno;
-
-				close(fd);
-				return store_fs_fail_io(res, "sync directory for key", key, e);
-			}
-		}
-		next = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0 && (errno == ENOTDIR || errno == ELOOP) &&
-		    fstatat(fd, seg, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (S_ISLNK(sb.st_mode)) {
-				close(fd);
-				return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-						     "key \"%s\": refusing to follow a symlink in the store directory", key);
-			}
-			if (mode == WALK_CREATE_META && S_ISREG(sb.st_mode) &&
-			    unlinkat(fd, seg, 0) == 0 && mkdirat(fd, seg, 0755) == 0)
-				next = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			else
-				errno = ENOTDIR;
-		}
-		if (next < 0) {
-			int e = errno;
-
-			close(fd);
-			if (mode == WALK_READ && (e == ENOENT || e == ENOTDIR))
-				return store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey",
-						     "no object \"%s\"", key);
-			if (e == ENOTDIR)
-				return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-						     "key \"%s\" collides with an object that is a prefix of it (\"%.*s\")",
-						     key, (int)(slash - key), key);
-			if (e == ENAMETOOLONG)
-				return store_fs_fail(res, STORE_ERR_INVALID, "KeyTooLongError",
-						     "key \"%s\": a segment is too long for the file system", key);
-			return store_fs_fail_io(res, "open directory for key", key, e);
-		}
-		close(fd);
-		fd = next;
-		p = slash + 1;
+	if (fs->locks_fd < 0) {
+		store_fs_fail(res, STORE_ERR_IO, "InternalError",
+			      "store directory has no usable \"" FS_RESERVED "/locks\" (read-only?)");
+		return -1;
 	}
-	*dir_fd = fd;
-	*leaf = p;
-	return STORE_OK;
+	slots[n++] = (unsigned)(key_hash(key) % FS_LOCK_FILES);
+	for (i = 0; i + 1 < p->n && n < FS_LOCKS_MAX; i++) {
+		if (p->kind[i] != FS_NAME_DIR)
+			continue;
+		memcpy(anc, key, p->key_end[i]);
+		anc[p->key_end[i]] = '\0';
+		slots[n++] = (unsigned)(key_hash(anc) % FS_LOCK_FILES);
+	}
+	qsort(slots, n, sizeof(slots[0]), cmp_slot);
+	for (i = 0; i < n; i++) {
+		int fd;
+
+		if (i && slots[i] == slots[i - 1])
+			continue;
+		snprintf(name, sizeof(name), "%02x", slots[i]);
+		fd = openat(fs->locks_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			store_fs_fail_io(res, "open lock file for key", key, errno);
+			goto fail;
+		}
+		while (flock(fd, LOCK_EX) < 0) {
+			if (errno == EINTR)
+				continue;
+			store_fs_fail_io(res, "lock key", key, errno);
+			close(fd);
+			goto fail;
+		}
+		fds[k++] = fd;
+	}
+	return (int)k;
+fail:
+	store_fs_write_unlock(fds, (int)k);
+	return -1;
+}
+
+void store_fs_write_unlock(int *fds, int n)
+{
+	while (n > 0)
+		close(fds[--n]);
 }
 
 static enum store_code fs_get_or_head(struct store *st, const char *key, int want_body,
@@ -290,26 +263,27 @@ static enum store_code fs_get_or_head(struct store *st, const char *key, int wan
 {
 	struct fs_store *fs = store_fs_begin(st, res);
 	struct fs_object obj = { 0 };
-	const char *leaf = NULL, *mleaf = NULL;
-	int data_fd = -1, meta_fd = -1, lock_fd = -1;
+	struct fs_path p = { 0 };
+	struct fs_place pl = { .dir_fd = -1, .obj_dir_fd = -1 };
+	int lock_fd = -1;
 	enum store_code code;
-	struct store_result scratch = STORE_RESULT_INIT;
 
 	code = check_key(key, res);
 	if (code)
 		goto out;
+	if (store_fs_path_build(key, &p) < 0) {
+		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory");
+		goto out;
+	}
 	lock_fd = store_fs_lock_key(fs, key, 0, res);
 	if (lock_fd == -1) {
 		code = res->code;
 		goto out;
 	}
-	code = store_fs_open_key_dir(fs->root_fd, key, WALK_READ, &data_fd, &leaf, res);
+	code = store_fs_locate(fs, key, &p, WALK_READ, &pl, res);
 	if (code)
 		goto out;
-	if (fs->meta_fd >= 0 &&
-	    store_fs_open_key_dir(fs->meta_fd, key, WALK_READ, &meta_fd, &mleaf, &scratch) != STORE_OK)
-		meta_fd = -1;
-	code = store_fs_object_read(data_fd, meta_fd, leaf, key, want_body, &obj, res);
+	code = store_fs_object_read(fs, pl.obj_dir_fd, pl.obj_name, key, want_body, &obj, res);
 	if (code)
 		goto out;
 	snprintf(res->etag, sizeof(res->etag), "%s", obj.etag);
@@ -320,22 +294,17 @@ static enum store_code fs_get_or_head(struct store *st, const char *key, int wan
 		res->body_len = (size_t)obj.size;
 		obj.body = NULL;
 	}
+	/* no sidecar (a file dropped in by hand): content type "" = unknown */
 	if (obj.json) {
-		const cJSON *ctype = cJSON_GetObjectItemCaseSensitive(obj.json, "contentType");
-
-		/* no sidecar (a file dropped in by hand): "" = unknown */
-		if (cJSON_IsString(ctype) && strlen(ctype->valuestring) < sizeof(res->content_type))
-			snprintf(res->content_type, sizeof(res->content_type), "%s", ctype->valuestring);
 		code = store_fs_result_take_meta(obj.json, key, res);
 		if (code)
 			goto out;
 	}
 	code = store_fs_succeed(res, 200);
 out:
-	store_result_clear(&scratch);
 	store_fs_object_free(&obj);
-	store_fs_close_fd(&data_fd);
-	store_fs_close_fd(&meta_fd);
+	store_fs_place_close(&pl);
+	store_fs_path_free(&p);
 	store_fs_unlock_key(&lock_fd);
 	return code;
 }
@@ -350,22 +319,46 @@ static enum store_code fs_head(struct store *st, const char *key, struct store_r
 	return fs_get_or_head(st, key, 0, res);
 }
 
+/* The version a write replaces: *exists, and in cur its ETag, metadata and
+ * which sidecar describes it. */
+static enum store_code current_version(struct fs_store *fs, const struct fs_place *pl,
+				       const char *key, int *exists, struct fs_object *cur,
+				       struct store_result *res)
+{
+	struct stat sb;
+
+	*exists = 0;
+	if (fstatat(pl->obj_dir_fd, pl->obj_name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return STORE_OK;
+		return store_fs_fail_io(res, "stat object", key, errno);
+	}
+	if (!S_ISREG(sb.st_mode))
+		return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+				     "key \"%s\" is a symlink or special file in the store directory; "
+				     "refusing to touch it", key);
+	*exists = 1;
+	return store_fs_object_read(fs, pl->obj_dir_fd, pl->obj_name, key, 0, cur, res);
+}
+
 /* Creates (If-None-Match "*": link, so an existing key is never replaced) or
- * replaces (rename) the object, its sidecar first, all under the key's
- * exclusive lock so that conditions and readers see one consistent version. */
+ * replaces (rename) the object, under the key's exclusive lock so that
+ * conditions and readers see one consistent version. The bytes and the
+ * sidecar are written first; the sidecar describing the current object is
+ * kept as the backup until the new object is renamed in (crash points 1-4). */
 static enum store_code fs_put(struct store *st, const char *key, const void *body, size_t len,
 			      const struct store_put_opts *opts, struct store_result *res)
 {
 	static const struct store_put_opts no_opts = { 0 };
 	struct fs_store *fs;
 	struct fs_object current = { 0 };
-	char obj_tmp[96] = "", meta_tmp[96] = "", etag[STORE_ETAG_MAX];
-	char ident[FS_IDENT_MAX], meta_ident[FS_IDENT_MAX], if_match[STORE_ETAG_MAX] = "";
-	const char *leaf = NULL, *mleaf = NULL;
+	struct fs_path p = { 0 };
+	struct fs_place pl = { .dir_fd = -1, .obj_dir_fd = -1 };
+	char obj_tmp[96] = "", etag[STORE_ETAG_MAX];
+	char ident[FS_IDENT_MAX], if_match[STORE_ETAG_MAX] = "";
 	char *meta_text = NULL, *if_meta_value = NULL;
-	int data_fd = -1, meta_fd = -1, lock_fd = -1, exists = 0;
+	int locks[FS_LOCKS_MAX], nlocks = 0, exists = 0;
 	int64_t now;
-	struct stat sb;
 	enum store_code code;
 
 	if (!opts)
@@ -380,7 +373,7 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 	code = check_key(key, res);
 	if (code)
 		goto out;
-	if (opts->if_meta.name && !if_meta_value) {
+	if ((opts->if_meta.name && !if_meta_value) || store_fs_path_build(key, &p) < 0) {
 		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
@@ -409,91 +402,51 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 	code = store_fs_temp_write(fs, body, len, now, key, obj_tmp, sizeof(obj_tmp), ident, res);
 	if (code)
 		goto out;
-	lock_fd = store_fs_lock_key(fs, key, 1, res);
-	if (lock_fd < 0) {
+	nlocks = store_fs_write_locks(fs, key, &p, locks, res);
+	if (nlocks < 0) {
+		nlocks = 0;
 		code = res->code;
 		goto out;
 	}
-	code = store_fs_open_key_dir(fs->root_fd, key, WALK_CREATE, &data_fd, &leaf, res);
+	code = store_fs_locate(fs, key, &p, WALK_CREATE, &pl, res);
 	if (code)
 		goto out;
-	code = store_fs_open_key_dir(fs->meta_fd, key, WALK_CREATE_META, &meta_fd, &mleaf, res);
+	code = current_version(fs, &pl, key, &exists, &current, res);
 	if (code)
 		goto out;
-	if (fstatat(data_fd, leaf, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (S_ISDIR(sb.st_mode)) {
-			code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-					     "key \"%s\" collides with a key that has it as a prefix (\"%s/...\")",
-					     key, key);
-			goto out;
-		}
-		if (!S_ISREG(sb.st_mode)) {
-			code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-					     "key \"%s\" is a symlink or special file in the store directory; refusing to replace it",
-					     key);
-			goto out;
-		}
-		exists = 1;
-	} else if (errno == ENAMETOOLONG) {
-		code = store_fs_fail(res, STORE_ERR_INVALID, "KeyTooLongError",
-				     "key \"%s\": a segment is too long for the file system", key);
-		goto out;
-	} else if (errno != ENOENT) {
-		code = store_fs_fail_io(res, "stat object", key, errno);
-		goto out;
-	}
 	if (opts->cond == STORE_COND_IF_NONE_MATCH_ANY && exists) {
 		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
 				     "object \"%s\" already exists (If-None-Match: *)", key);
 		goto out;
 	}
-	if (opts->cond == STORE_COND_IF_MATCH || if_meta_value) {
-		if (!exists) {
-			code = store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey",
-					     "no object \"%s\" to replace (If-Match)", key);
-			goto out;
-		}
-		code = store_fs_object_read(data_fd, meta_fd, leaf, key, 0, &current, res);
-		if (code)
-			goto out;
-		if (opts->cond == STORE_COND_IF_MATCH && !etag_matches(if_match, current.etag)) {
-			code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
-					     "object \"%s\" is at ETag %s, not %s", key, current.etag, if_match);
-			goto out;
-		}
-		if (if_meta_value && !meta_cond_holds(current.json, opts->if_meta.name, if_meta_value)) {
-			code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
-					     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
-					     opts->if_meta.name, if_meta_value);
-			goto out;
-		}
+	if ((opts->cond == STORE_COND_IF_MATCH || if_meta_value) && !exists) {
+		code = store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey",
+				     "no object \"%s\" to replace (If-Match)", key);
+		goto out;
 	}
-	/* Sidecar first: until the object itself moves, readers holding the
-	 * shared lock wait, and after a crash here the sidecar names an inode
-	 * that is not the object's, so readers ignore it. */
-	meta_text = store_fs_meta_render(etag, ident, len, now, opts);
+	if (opts->cond == STORE_COND_IF_MATCH && !etag_matches(if_match, current.etag)) {
+		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
+				     "object \"%s\" is at ETag %s, not %s", key, current.etag, if_match);
+		goto out;
+	}
+	if (if_meta_value && !meta_cond_holds(current.json, opts->if_meta.name, if_meta_value)) {
+		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
+				     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
+				     opts->if_meta.name, if_meta_value);
+		goto out;
+	}
+	meta_text = store_fs_meta_render(key, etag, ident, len, now, opts);
 	if (!meta_text) {
 		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory writing metadata of \"%s\"", key);
 		goto out;
 	}
-	code = store_fs_temp_write(fs, meta_text, strlen(meta_text), now, key, meta_tmp,
-				   sizeof(meta_tmp), meta_ident, res);
+	store_fs_crash_point(1);
+	code = store_fs_sidecar_commit(fs, key, meta_text, exists ? current.side : FS_SIDE_NONE,
+				       now, res);
 	if (code)
 		goto out;
-	if (renameat(fs->tmp_fd, meta_tmp, meta_fd, mleaf) < 0) {
-		code = errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST
-			? store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-					"metadata of key \"%s\" is blocked by a directory in " FS_RESERVED "/meta", key)
-			: store_fs_fail_io(res, "store metadata of", key, errno);
-		goto out;
-	}
-	meta_tmp[0] = '\0';
-	if (fsync(meta_fd) < 0) {
-		code = store_fs_fail_io(res, "sync metadata directory of", key, errno);
-		goto out;
-	}
 	if (opts->cond == STORE_COND_IF_NONE_MATCH_ANY) {
-		if (linkat(fs->tmp_fd, obj_tmp, data_fd, leaf, 0) < 0) {
+		if (linkat(fs->tmp_fd, obj_tmp, pl.obj_dir_fd, pl.obj_name, 0) < 0) {
 			code = errno == EEXIST
 				? store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
 						"object \"%s\" already exists (If-None-Match: *)", key)
@@ -501,54 +454,55 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 			goto out;
 		}
 	} else {
-		if (renameat(fs->tmp_fd, obj_tmp, data_fd, leaf) < 0) {
-			code = store_fs_fail_io(res, "replace object", key, errno);
+		if (renameat(fs->tmp_fd, obj_tmp, pl.obj_dir_fd, pl.obj_name) < 0) {
+			code = errno == EISDIR || errno == ENOTEMPTY
+				? store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+						"key \"%s\": a directory is in the way", key)
+				: store_fs_fail_io(res, "replace object", key, errno);
 			goto out;
 		}
 		obj_tmp[0] = '\0';
 	}
-	if (fsync(data_fd) < 0) {
+	if (fsync(pl.obj_dir_fd) < 0) {
 		code = store_fs_fail_io(res, "sync directory of", key, errno);
 		goto out;
 	}
+	store_fs_crash_point(4);
 	snprintf(res->etag, sizeof(res->etag), "%s", etag);
 	res->last_modified = now;
 	code = store_fs_succeed(res, 200);
 out:
 	store_fs_temp_remove(fs, obj_tmp);
-	store_fs_temp_remove(fs, meta_tmp);
 	free(meta_text);
 	free(if_meta_value);
 	store_fs_object_free(&current);
-	store_fs_close_fd(&data_fd);
-	store_fs_close_fd(&meta_fd);
-	store_fs_unlock_key(&lock_fd);
+	store_fs_place_close(&pl);
+	store_fs_path_free(&p);
+	store_fs_write_unlock(locks, nlocks);
 	return code;
 }
 
-/* Deletes the object (and its sidecar). A missing key is STORE_OK (204) when
- * unconditional, STORE_NOT_FOUND with If-Match, as S3 answers. */
+/* Deletes the object (and its sidecars). A missing key is STORE_OK (204)
+ * when unconditional, STORE_NOT_FOUND with a condition, as S3 answers. */
 static enum store_code fs_del_opts(struct store *st, const char *key,
 				   const struct store_delete_opts *dopts, struct store_result *res)
 {
 	static const struct store_delete_opts no_opts = { 0 };
 	struct fs_store *fs;
 	char if_match_buf[STORE_ETAG_MAX];
-	const char *if_match = NULL, *if_match_arg;
+	const char *if_match = NULL;
 	char *if_meta_value = NULL;
 	struct fs_object current = { 0 };
-	struct store_result scratch = STORE_RESULT_INIT;
-	const char *leaf = NULL, *mleaf = NULL;
-	int data_fd = -1, meta_fd = -1, lock_fd = -1;
-	struct stat sb;
+	struct fs_path p = { 0 };
+	struct fs_place pl = { .dir_fd = -1, .obj_dir_fd = -1 };
+	int lock_fd = -1, exists = 0;
 	enum store_code code;
 
 	if (!dopts)
 		dopts = &no_opts;
-	if_match_arg = dopts->if_match;
 	/* before store_fs_begin() clears res: the caller may pass res->etag */
-	if (if_match_arg) {
-		snprintf(if_match_buf, sizeof(if_match_buf), "%s", if_match_arg);
+	if (dopts->if_match) {
+		snprintf(if_match_buf, sizeof(if_match_buf), "%s", dopts->if_match);
 		if_match = if_match_buf;
 	}
 	if (dopts->if_meta.name)
@@ -557,7 +511,7 @@ static enum store_code fs_del_opts(struct store *st, const char *key,
 	code = check_key(key, res);
 	if (code)
 		goto out;
-	if (dopts->if_meta.name && !if_meta_value) {
+	if ((dopts->if_meta.name && !if_meta_value) || store_fs_path_build(key, &p) < 0) {
 		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory");
 		goto out;
 	}
@@ -570,55 +524,39 @@ static enum store_code fs_del_opts(struct store *st, const char *key,
 		code = res->code;
 		goto out;
 	}
-	code = store_fs_open_key_dir(fs->root_fd, key, WALK_READ, &data_fd, &leaf, res);
+	code = store_fs_locate(fs, key, &p, WALK_READ, &pl, res);
 	if (code == STORE_NOT_FOUND)
 		goto missing;
 	if (code)
 		goto out;
-	if (store_fs_open_key_dir(fs->meta_fd, key, WALK_READ, &meta_fd, &mleaf, &scratch) != STORE_OK)
-		meta_fd = -1;
-	if (if_match || if_meta_value) {
-		code = store_fs_object_read(data_fd, meta_fd, leaf, key, 0, &current, res);
-		if (code == STORE_NOT_FOUND)
-			goto missing;
-		if (code)
-			goto out;
-		if (if_match && !etag_matches(if_match, current.etag)) {
-			code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
-					     "object \"%s\" is at ETag %s, not %s", key, current.etag, if_match);
-			goto out;
-		}
-		if (if_meta_value && !meta_cond_holds(current.json, dopts->if_meta.name, if_meta_value)) {
-			code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
-					     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
-					     dopts->if_meta.name, if_meta_value);
-			goto out;
-		}
-	} else if (fstatat(data_fd, leaf, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT || errno == ENAMETOOLONG)
-			goto missing;
-		code = store_fs_fail_io(res, "stat object", key, errno);
-		goto out;
-	} else if (S_ISDIR(sb.st_mode)) {
+	code = current_version(fs, &pl, key, &exists, &current, res);
+	if (code == STORE_NOT_FOUND || (code == STORE_OK && !exists))
 		goto missing;
-	} else if (!S_ISREG(sb.st_mode)) {
-		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
-				     "key \"%s\" is a symlink or special file in the store directory; refusing to delete it",
-				     key);
+	if (code)
+		goto out;
+	if (if_match && !etag_matches(if_match, current.etag)) {
+		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
+				     "object \"%s\" is at ETag %s, not %s", key, current.etag, if_match);
 		goto out;
 	}
-	if (unlinkat(data_fd, leaf, 0) < 0) {
+	if (if_meta_value && !meta_cond_holds(current.json, dopts->if_meta.name, if_meta_value)) {
+		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
+				     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
+				     dopts->if_meta.name, if_meta_value);
+		goto out;
+	}
+	if (unlinkat(pl.obj_dir_fd, pl.obj_name, 0) < 0) {
 		if (errno == ENOENT)
 			goto missing;
 		code = store_fs_fail_io(res, "delete object", key, errno);
 		goto out;
 	}
-	if (fsync(data_fd) < 0) {
+	if (fsync(pl.obj_dir_fd) < 0) {
 		code = store_fs_fail_io(res, "sync directory of", key, errno);
 		goto out;
 	}
-	if (meta_fd >= 0 && unlinkat(meta_fd, mleaf, 0) == 0)
-		fsync(meta_fd); /* a leftover sidecar is ignored: no inode matches it */
+	/* a leftover sidecar is ignored: no file matches it */
+	store_fs_sidecar_remove(fs, key);
 	code = store_fs_succeed(res, 204);
 	goto out;
 missing:
@@ -631,10 +569,9 @@ missing:
 		code = store_fs_succeed(res, 204);
 out:
 	free(if_meta_value);
-	store_result_clear(&scratch);
 	store_fs_object_free(&current);
-	store_fs_close_fd(&data_fd);
-	store_fs_close_fd(&meta_fd);
+	store_fs_place_close(&pl);
+	store_fs_path_free(&p);
 	store_fs_unlock_key(&lock_fd);
 	return code;
 }
@@ -655,7 +592,8 @@ static void fs_close(struct store *st)
 		return;
 	store_fs_close_fd(&fs->root_fd);
 	store_fs_close_fd(&fs->tmp_fd);
-	store_fs_close_fd(&fs->meta_fd);
+	store_fs_close_fd(&fs->side_fd);
+	store_fs_close_fd(&fs->legacy_fd);
 	store_fs_close_fd(&fs->locks_fd);
 	free(fs);
 }
@@ -696,15 +634,18 @@ struct store *store_fs_open(const struct store_config *cfg, const char *dir,
 		return NULL;
 	}
 	fs->st.ops = &fs_ops;
-	fs->root_fd = fs->tmp_fd = fs->meta_fd = fs->locks_fd = -1;
+	fs->root_fd = fs->tmp_fd = fs->side_fd = fs->legacy_fd = fs->locks_fd = -1;
 	fs->time = cfg && cfg->time ? cfg->time : timesrc_system();
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		snprintf(err, errlen, "cannot create store directory \"%s\": %s", dir, strerror(errno));
 		goto fail;
 	}
-	fs->root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* the store directory itself must not be a symlink (a bucket planted
+	 * as one would point the store anywhere) */
+	fs->root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fs->root_fd < 0) {
-		snprintf(err, errlen, "cannot open store directory \"%s\": %s", dir, strerror(errno));
+		snprintf(err, errlen, "cannot open store directory \"%s\": %s%s", dir, strerror(errno),
+			 errno == ELOOP || errno == ENOTDIR ? " (it must be a real directory, not a symlink)" : "");
 		goto fail;
 	}
 	/* A read-only store still serves reads: the reserved area is optional
@@ -717,9 +658,13 @@ struct store *store_fs_open(const struct store_config *cfg, const char *dir,
 	}
 	if (reserved_fd >= 0) {
 		fs->tmp_fd = open_reserved_dir(reserved_fd, "tmp");
-		fs->meta_fd = open_reserved_dir(reserved_fd, "meta");
+		fs->side_fd = open_reserved_dir(reserved_fd, "sidecars");
+		fs->legacy_fd = openat(reserved_fd, "meta", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		fs->locks_fd = open_reserved_dir(reserved_fd, "locks");
 		close(reserved_fd);
+		/* what writers that died left behind */
+		store_fs_recover_moves(fs);
+		store_fs_sweep_temps(fs, now_seconds(fs));
 	}
 	return &fs->st;
 fail:

@@ -1,10 +1,15 @@
 /* store_fs_list.c — listing the local-directory store: a depth-first walk
- * of the key tree in key order (directories sort as "name/"), from the
- * deepest directory the prefix names, after start_after or the
- * continuation key, one page of at most FS_LIST_MAX keys. Each listed
- * object is read under its shared lock, so its ETag is the one a GET would
- * give; the listing as a whole is not a snapshot. It skips the reserved
- * area, symlinks and special files, and never writes. */
+ * of the key tree in ascending byte order of keys, from the deepest
+ * directory the prefix names, after start_after or the continuation key,
+ * one page of at most FS_LIST_MAX keys. In each directory the entries are
+ * decoded (store_fs_path.c) and sorted as keys: a directory as "name/", the
+ * object a directory holds (FS_NAME_OBJECT) as "name", and the keys under a
+ * continuation chunk (a segment too long for one name) gathered whole,
+ * because they may sort between their siblings. Each listed object is read
+ * under its shared lock, so its ETag is the one a GET would give; the
+ * listing as a whole is not a snapshot. It skips the reserved area,
+ * symlinks, special files and names the store did not make, and never
+ * writes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,11 +22,17 @@
 #include "store.h"
 #include "store_fs_int.h"
 
-/* A directory entry during a listing; directories carry a trailing '/' so
- * that sorting names sorts keys ("a-b" < "a/" < "a0"). */
-struct list_name {
-	char *name;
-	int is_dir;
+#define FS_GATHER_MAX 100000 /* keys gathered under continuation chunks, a guard */
+
+/* One entry of a directory, as the keys it stands for. */
+struct list_item {
+	char *key;                 /* a key, or a directory's prefix ending in '/' */
+	char *name;                /* a directory's entry name; NULL for a key */
+};
+
+struct item_vec {
+	struct list_item *v;
+	size_t n, cap;
 };
 
 struct list_walk {
@@ -33,125 +44,215 @@ struct list_walk {
 	struct store_list_page *page;
 	size_t cap;
 	int done;
+	size_t gathered;
 	struct store_result *res;
 };
 
-static int list_name_cmp(const void *a, const void *b)
+static void items_free(struct item_vec *iv)
 {
-	return strcmp(((const struct list_name *)a)->name, ((const struct list_name *)b)->name);
+	size_t i;
+
+	for (i = 0; i < iv->n; i++) {
+		free(iv->v[i].key);
+		free(iv->v[i].name);
+	}
+	free(iv->v);
+	memset(iv, 0, sizeof(*iv));
 }
 
-/* Reads and sorts dir_fd's entries (not consumed); path is its key prefix,
- * for messages. The root ("") skips the reserved area. */
-static enum store_code list_read_dir(int dir_fd, const char *path, struct list_name **out,
-				     size_t *nout, struct store_result *res)
+static int item_cmp(const void *a, const void *b)
 {
-	struct list_name *names = NULL;
-	size_t n = 0, cap = 0, i;
+	return strcmp(((const struct list_item *)a)->key, ((const struct list_item *)b)->key);
+}
+
+/* Adds key[0..len) (+ "/" when dir_name) to iv. Returns 0 or -1 (ENOMEM). */
+static int items_add(struct item_vec *iv, const char *key, size_t len, const char *dir_name)
+{
+	struct list_item *it;
+
+	if (iv->n == iv->cap) {
+		size_t ncap = iv->cap ? iv->cap * 2 : 64;
+		struct list_item *grown = realloc(iv->v, ncap * sizeof(*grown));
+
+		if (!grown)
+			return -1;
+		iv->v = grown;
+		iv->cap = ncap;
+	}
+	it = &iv->v[iv->n];
+	it->key = malloc(len + 2);
+	it->name = dir_name ? strdup(dir_name) : NULL;
+	if (!it->key || (dir_name && !it->name)) {
+		free(it->key);
+		free(it->name);
+		return -1;
+	}
+	memcpy(it->key, key, len);
+	if (dir_name)
+		it->key[len++] = '/';
+	it->key[len] = '\0';
+	iv->n++;
+	return 0;
+}
+
+/* 1 if keys beginning with start can match the walk's prefix and come
+ * after its starting point. */
+static int range_wanted(const struct list_walk *w, const char *start)
+{
+	size_t len = strlen(start), cmp_len = len < w->prefix_len ? len : w->prefix_len;
+
+	if (strncmp(start, w->prefix, cmp_len) != 0)
+		return 0;
+	if (w->after && strcmp(start, w->after) < 0 && strncmp(w->after, start, len) != 0)
+		return 0;
+	return 1;
+}
+
+enum entry_type { ENTRY_SKIP, ENTRY_FILE, ENTRY_DIR };
+
+static enum entry_type entry_type(int dir_fd, const struct dirent *de)
+{
+	struct stat sb;
+
+	if (de->d_type == DT_DIR)
+		return ENTRY_DIR;
+	if (de->d_type == DT_REG)
+		return ENTRY_FILE;
+	if (de->d_type != DT_UNKNOWN || fstatat(dir_fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return ENTRY_SKIP; /* symlinks, fifos, sockets are never objects */
+	return S_ISDIR(sb.st_mode) ? ENTRY_DIR : S_ISREG(sb.st_mode) ? ENTRY_FILE : ENTRY_SKIP;
+}
+
+/* 1 if directory name in dir_fd holds its key's own object. */
+static int holds_object(int dir_fd, const char *name)
+{
+	struct stat sb;
+	int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return 0;
+	r = fstatat(fd, FS_NAME_OBJECT, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
+	close(fd);
+	return r;
+}
+
+static enum store_code gather_dir(struct list_walk *w, int dir_fd, const char *path,
+				  size_t path_len, int whole, struct item_vec *iv, int depth);
+
+/* Every key under continuation directory name of dir_fd (keys beginning
+ * with path), as keys of iv. */
+static enum store_code gather_cont(struct list_walk *w, int dir_fd, const char *name,
+				   const char *path, size_t path_len, struct item_vec *iv, int depth)
+{
+	int fd;
+	enum store_code code;
+
+	if (depth > FS_KEY_MAX + 2)
+		return STORE_OK;
+	fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return STORE_OK; /* removed meanwhile, or replaced by a symlink */
+	code = gather_dir(w, fd, path, path_len, 1, iv, depth + 1);
+	close(fd);
+	return code;
+}
+
+/* The entries of dir_fd, whose keys begin with path[0..path_len), into iv:
+ * objects as keys; directories as prefixes to walk later, or with whole
+ * (under a continuation chunk) walked now into keys. */
+static enum store_code gather_dir(struct list_walk *w, int dir_fd, const char *path,
+				  size_t path_len, int whole, struct item_vec *iv, int depth)
+{
+	char key[FS_KEY_MAX + 2];
 	struct dirent *de;
 	DIR *dir = NULL;
-	int fd;
 	enum store_code code = STORE_OK;
+	int fd;
 
+	memcpy(key, path, path_len);
 	fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || !(dir = fdopendir(fd))) {
-		code = store_fs_fail_io(res, "list directory", path, errno);
+		code = store_fs_fail_io(w->res, "list directory", path, errno);
 		if (fd >= 0)
 			close(fd);
-		goto out;
+		return code;
 	}
-	for (;;) {
-		int is_dir;
-		size_t len;
+	while (code == STORE_OK) {
+		enum entry_type type;
+		int kind, len;
 
 		errno = 0;
 		de = readdir(dir);
 		if (!de) {
 			if (errno)
-				code = store_fs_fail_io(res, "list directory", path, errno);
+				code = store_fs_fail_io(w->res, "list directory", path, errno);
 			break;
 		}
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (!path_len && depth == 0 && strcmp(de->d_name, FS_RESERVED) == 0)
 			continue;
-		if (!*path && strcmp(de->d_name, FS_RESERVED) == 0)
+		len = store_fs_name_decode(de->d_name, key, path_len, &kind);
+		type = entry_type(dir_fd, de);
+		if (len < 0 || type == ENTRY_SKIP || (kind == FS_NAME_CONT && type != ENTRY_DIR))
 			continue;
-		if (de->d_type == DT_DIR) {
-			is_dir = 1;
-		} else if (de->d_type == DT_REG) {
-			is_dir = 0;
-		} else if (de->d_type == DT_UNKNOWN) {
-			struct stat sb;
-
-			if (fstatat(dir_fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			if (S_ISDIR(sb.st_mode))
-				is_dir = 1;
-			else if (S_ISREG(sb.st_mode))
-				is_dir = 0;
-			else
-				continue;
-		} else {
-			continue; /* symlinks, fifos, sockets are never objects */
+		if (w->gathered > FS_GATHER_MAX)
+			return store_fs_fail(w->res, STORE_ERR_INVALID, "InvalidArgument",
+					     "too many keys under long key segments to list in order");
+		if (kind == FS_NAME_CONT) {
+			if (range_wanted(w, key))
+				code = gather_cont(w, dir_fd, de->d_name, key, (size_t)len, iv, depth);
+			continue;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct list_name *grown = realloc(names, ncap * sizeof(*names));
-
-			if (!grown) {
-				code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory listing");
-				break;
-			}
-			names = grown;
-			cap = ncap;
+		if (type == ENTRY_FILE || holds_object(dir_fd, de->d_name)) {
+			if (items_add(iv, key, (size_t)len, NULL) < 0)
+				goto nomem;
+			if (whole)
+				w->gathered++;
 		}
-		len = strlen(de->d_name);
-		names[n].name = malloc(len + 2);
-		if (!names[n].name) {
-			code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory listing");
-			break;
+		if (type != ENTRY_DIR || (size_t)len + 1 > FS_KEY_MAX)
+			continue;
+		if (!whole) {
+			if (items_add(iv, key, (size_t)len, de->d_name) < 0)
+				goto nomem;
+			continue;
 		}
-		memcpy(names[n].name, de->d_name, len);
-		names[n].name[len] = is_dir ? '/' : '\0';
-		names[n].name[len + 1] = '\0';
-		names[n].is_dir = is_dir;
-		n++;
+		key[len] = '/';
+		key[len + 1] = '\0';
+		if (range_wanted(w, key))
+			code = gather_cont(w, dir_fd, de->d_name, key, (size_t)len + 1, iv, depth);
 	}
-	if (code == STORE_OK && n > 1)
-		qsort(names, n, sizeof(*names), list_name_cmp);
-out:
-	if (dir)
-		closedir(dir);
-	if (code != STORE_OK) {
-		for (i = 0; i < n; i++)
-			free(names[i].name);
-		free(names);
-		names = NULL;
-		n = 0;
-	}
-	*out = names;
-	*nout = n;
+	closedir(dir);
 	return code;
+nomem:
+	closedir(dir);
+	return store_fs_fail(w->res, STORE_ERR_NOMEM, NULL, "out of memory listing");
 }
 
-/* Adds key (a regular file leaf in data_fd) to the page. */
-static enum store_code list_add(struct list_walk *w, int data_fd, int meta_fd,
-				const char *leaf, const char *key)
+/* Adds key to the page (or, when full, marks it truncated). */
+static enum store_code list_add(struct list_walk *w, const char *key)
 {
 	struct store_list_entry *e;
 	struct fs_object obj = { 0 };
+	struct fs_path p = { 0 };
+	struct fs_place pl = { .dir_fd = -1, .obj_dir_fd = -1 };
 	struct store_result scratch = STORE_RESULT_INIT;
 	enum store_code code;
-	int lock_fd;
+	int lock_fd = -1;
 
 	if (w->page->n == w->max) {
 		w->page->truncated = 1;
 		w->done = 1;
 		return STORE_OK;
 	}
+	if (store_fs_path_build(key, &p) < 0)
+		return store_fs_fail(w->res, STORE_ERR_NOMEM, NULL, "out of memory listing");
 	lock_fd = store_fs_lock_key(w->fs, key, 0, w->res);
-	if (lock_fd == -1)
-		return w->res->code;
-	code = store_fs_object_read(data_fd, meta_fd, leaf, key, 0, &obj, &scratch);
+	if (lock_fd == -1) {
+		code = w->res->code;
+		goto out;
+	}
+	code = store_fs_locate(w->fs, key, &p, WALK_READ, &pl, &scratch);
+	if (code == STORE_OK)
+		code = store_fs_object_read(w->fs, pl.obj_dir_fd, pl.obj_name, key, 0, &obj, &scratch);
 	store_fs_unlock_key(&lock_fd);
 	if (code == STORE_NOT_FOUND || code == STORE_ERR_INVALID) {
 		code = STORE_OK; /* deleted meanwhile, or not an object */
@@ -189,71 +290,47 @@ static enum store_code list_add(struct list_walk *w, int data_fd, int meta_fd,
 	code = STORE_OK;
 out:
 	store_fs_object_free(&obj);
+	store_fs_place_close(&pl);
+	store_fs_path_free(&p);
 	store_result_clear(&scratch);
 	return code;
 }
 
-/* Lists the directory data_fd whose keys store_fs_begin with path (path_len bytes,
- * "" or ending in '/'), in key order, depth first. meta_fd mirrors it in the
- * sidecar tree (-1 if absent). */
-static enum store_code list_walk_dir(struct list_walk *w, int data_fd, int meta_fd,
-				     char *path, size_t path_len)
+/* Lists directory dir_fd, whose keys begin with path (path_len bytes, ""
+ * or ending in '/'), in key order, depth first. */
+static enum store_code list_walk_dir(struct list_walk *w, int dir_fd, const char *path,
+				     size_t path_len, int depth)
 {
-	struct list_name *names = NULL;
-	size_t n = 0, i;
+	struct item_vec iv = { 0 };
 	enum store_code code;
+	size_t i;
 
-	code = list_read_dir(data_fd, path, &names, &n, w->res);
+	code = gather_dir(w, dir_fd, path, path_len, 0, &iv, depth);
 	if (code)
-		return code;
-	for (i = 0; i < n && !w->done; i++) {
-		size_t nlen = strlen(names[i].name), klen = path_len + nlen, cmp_len;
-		int child_fd, child_meta = -1;
+		goto out;
+	if (iv.n > 1)
+		qsort(iv.v, iv.n, sizeof(iv.v[0]), item_cmp);
+	for (i = 0; i < iv.n && !w->done && code == STORE_OK; i++) {
+		const struct list_item *it = &iv.v[i];
+		int child;
 
-		if (klen > FS_KEY_MAX + 1)
-			continue;
-		memcpy(path + path_len, names[i].name, nlen + 1);
-		/* prefix: a file must start with it; a directory must either
-		 * start with it or be a beginning of it */
-		cmp_len = klen < w->prefix_len ? klen : w->prefix_len;
-		if (strncmp(path, w->prefix, cmp_len) != 0)
-			continue;
-		if (!names[i].is_dir && klen < w->prefix_len)
-			continue;
-		if (w->after) {
-			if (!names[i].is_dir && strcmp(path, w->after) <= 0)
+		if (!it->name) {
+			if (strncmp(it->key, w->prefix, w->prefix_len) != 0 ||
+			    (w->after && strcmp(it->key, w->after) <= 0))
 				continue;
-			if (names[i].is_dir && strcmp(path, w->after) < 0 &&
-			    strncmp(w->after, path, klen) != 0)
-				continue;
-		}
-		if (!names[i].is_dir) {
-			if (!store_key_valid(path, klen))
-				continue;
-			code = list_add(w, data_fd, meta_fd, names[i].name, path);
-			if (code)
-				break;
+			code = list_add(w, it->key);
 			continue;
 		}
-		names[i].name[nlen - 1] = '\0';
-		child_fd = openat(data_fd, names[i].name,
-				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (child_fd < 0)
+		if (!range_wanted(w, it->key) || depth > FS_KEY_MAX)
+			continue;
+		child = openat(dir_fd, it->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (child < 0)
 			continue; /* removed meanwhile, or replaced by a symlink */
-		if (meta_fd >= 0)
-			child_meta = openat(meta_fd, names[i].name,
-					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		code = list_walk_dir(w, child_fd, child_meta, path, klen);
-		close(child_fd);
-		if (child_meta >= 0)
-			close(child_meta);
-		if (code)
-			break;
+		code = list_walk_dir(w, child, it->key, strlen(it->key), depth + 1);
+		close(child);
 	}
-	path[path_len] = '\0';
-	for (i = 0; i < n; i++)
-		free(names[i].name);
-	free(names);
+out:
+	items_free(&iv);
 	return code;
 }
 
@@ -264,9 +341,10 @@ enum store_code store_fs_list(struct store *st, const char *prefix, const char *
 	struct fs_store *fs = store_fs_begin(st, res);
 	struct store_result scratch = STORE_RESULT_INIT;
 	struct list_walk w = { 0 };
-	char path[FS_KEY_MAX + 2 + 256], dir_key[FS_KEY_MAX + 2];
-	const char *slash, *leaf = NULL;
-	int data_fd = -1, meta_fd = -1;
+	struct fs_path p = { 0 };
+	char dir_key[FS_KEY_MAX + 2];
+	const char *slash;
+	int data_fd = -1;
 	size_t dir_len;
 	enum store_code code;
 
@@ -288,37 +366,26 @@ enum store_code store_fs_list(struct store *st, const char *prefix, const char *
 	if (continuation && *continuation &&
 	    (!w.after || strcmp(continuation, w.after) > 0))
 		w.after = continuation;
-	if (w.prefix_len > FS_KEY_MAX || store_fs_is_reserved(prefix))
+	if (w.prefix_len > FS_KEY_MAX)
 		goto empty;
 	/* Start in the deepest directory the prefix names in full. */
 	slash = strrchr(prefix, '/');
 	dir_len = slash ? (size_t)(slash - prefix) + 1 : 0;
-	if (dir_len) {
-		memcpy(dir_key, prefix, dir_len);
-		memcpy(dir_key + dir_len, "x", 2); /* store_fs_open_key_dir stops before the leaf */
-		if (!store_key_valid(dir_key, dir_len + 1))
-			goto empty;
-		code = store_fs_open_key_dir(fs->root_fd, dir_key, WALK_READ, &data_fd, &leaf, &scratch);
-		if (code == STORE_NOT_FOUND)
-			goto empty;
-		if (code) {
-			code = store_fs_fail(res, code, NULL, "%s", scratch.err_message);
-			goto out;
-		}
-		if (store_fs_open_key_dir(fs->meta_fd, dir_key, WALK_READ, &meta_fd, &leaf, &scratch))
-			meta_fd = -1;
-	} else {
-		data_fd = fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 0);
-		if (data_fd < 0) {
-			code = store_fs_fail_io(res, "list", prefix, errno);
-			goto out;
-		}
-		if (fs->meta_fd >= 0)
-			meta_fd = fcntl(fs->meta_fd, F_DUPFD_CLOEXEC, 0);
+	memcpy(dir_key, prefix, dir_len);
+	memcpy(dir_key + dir_len, "x", 2); /* the walk stops before the leaf */
+	if (store_fs_path_build(dir_key, &p) < 0) {
+		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory listing");
+		goto out;
 	}
-	memcpy(path, prefix, dir_len);
-	path[dir_len] = '\0';
-	code = list_walk_dir(&w, data_fd, meta_fd, path, dir_len);
+	code = store_fs_walk(fs, dir_key, &p, WALK_READ, &data_fd, &scratch);
+	if (code == STORE_NOT_FOUND || code == STORE_ERR_INVALID)
+		goto empty;
+	if (code) {
+		code = store_fs_fail(res, code, NULL, "%s", scratch.err_message);
+		goto out;
+	}
+	dir_key[dir_len] = '\0';
+	code = list_walk_dir(&w, data_fd, dir_key, dir_len, (int)p.n - 1);
 	if (code)
 		goto out;
 	if (page->truncated) {
@@ -334,7 +401,7 @@ out:
 	if (code != STORE_OK)
 		store_list_page_free(page);
 	store_result_clear(&scratch);
+	store_fs_path_free(&p);
 	store_fs_close_fd(&data_fd);
-	store_fs_close_fd(&meta_fd);
 	return code;
 }

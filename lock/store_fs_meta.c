@@ -1,12 +1,17 @@
 /* store_fs_meta.c — one object of the local-directory store on disk: the
- * file's bytes and ETag (MD5), its sidecar under DIR/.fencegate/meta (ETag,
- * identity, size, Last-Modified, content type, user metadata) and whether
- * the sidecar still describes that very file, and the fsynced temp files a
- * write starts from. It takes no locks and makes no directories: the
- * callers in store_fs.c and store_fs_list.c hold the key's lock and open
- * its directories. */
+ * file's bytes and ETag (MD5), its sidecar (ETag, identity, size,
+ * Last-Modified, content type, headers, user metadata) at
+ * DIR/.fencegate/sidecars/HH/SHA256(key), and whether the sidecar still
+ * describes that very file; the sidecar's commit, which keeps the one that
+ * describes the current file as HASH~ until the new file is in place; the
+ * fsynced temp files a write starts from, and sweeping those of writers
+ * that died. It takes no key locks and does not walk key paths: the callers
+ * in store_fs.c and store_fs_list.c hold the key's lock and open its
+ * directories. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,8 +172,9 @@ fail:
 	return NULL;
 }
 
-/* Reads key's sidecar; m->valid stays 0 when it is missing or unreadable. */
-static void meta_read(int meta_dir_fd, const char *leaf, struct fs_meta *m)
+/* Reads a sidecar; m->valid stays 0 when it is missing or unreadable, or
+ * (key not NULL) names another key. */
+static void meta_read(int meta_dir_fd, const char *leaf, const char *key, struct fs_meta *m)
 {
 	cJSON *json = NULL, *item;
 	char *text = NULL;
@@ -184,6 +190,9 @@ static void meta_read(int meta_dir_fd, const char *leaf, struct fs_meta *m)
 	free(text);
 	if (!json)
 		return;
+	item = cJSON_GetObjectItemCaseSensitive(json, "key");
+	if (key && (!cJSON_IsString(item) || strcmp(item->valuestring, key) != 0))
+		goto bad;
 	item = cJSON_GetObjectItemCaseSensitive(json, "etag");
 	if (!cJSON_IsString(item) || strlen(item->valuestring) >= STORE_ETAG_MAX)
 		goto bad;
@@ -220,14 +229,102 @@ void store_fs_object_free(struct fs_object *obj)
 	memset(obj, 0, sizeof(*obj));
 }
 
-/* Reads the object leaf in data_fd (its sidecar in meta_fd, may be -1): size,
- * ETag, Last-Modified and, if want_body, the bytes. The sidecar is trusted
- * only if it names this very file (inode, mtime and size); otherwise (a crash
- * between the two renames, or a file dropped in by hand) the ETag is the MD5
- * of the content and Last-Modified the file's mtime. Returns STORE_OK,
- * STORE_NOT_FOUND (absent, or a directory), STORE_ERR_INVALID (a symlink or
- * special file) or a failure. */
-enum store_code store_fs_object_read(int data_fd, int meta_fd, const char *leaf,
+/* sidecars/HH/HASH of key: the directory name (3 bytes) and the file name
+ * (65 bytes, 66 with the backup's '~'). */
+static void sidecar_names(const char *key, char dir[3], char file[67])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	EVP_Digest(key, strlen(key), md, &n, EVP_sha256(), NULL);
+	hex_encode(md, 32, file);
+	file[64] = '\0';
+	memcpy(dir, file, 2);
+	dir[2] = '\0';
+}
+
+/* The sidecar directory HH of key, opened (made when create); -1 if none. */
+static int sidecar_dir(struct fs_store *fs, const char *key, int create, char file[67])
+{
+	char dir[3];
+
+	if (fs->side_fd < 0)
+		return -1;
+	sidecar_names(key, dir, file);
+	if (create && mkdirat(fs->side_fd, dir, 0755) == 0)
+		fsync(fs->side_fd);
+	return openat(fs->side_fd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* The sidecar of an older fencegate, whose tree mirrored the keys. */
+static void legacy_read(struct fs_store *fs, const char *key, struct fs_meta *m)
+{
+	char seg[FS_KEY_MAX + 1];
+	const char *p = key, *slash;
+	int fd, next;
+
+	memset(m, 0, sizeof(*m));
+	if (fs->legacy_fd < 0)
+		return;
+	fd = fcntl(fs->legacy_fd, F_DUPFD_CLOEXEC, 0);
+	while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
+		memcpy(seg, p, (size_t)(slash - p));
+		seg[slash - p] = '\0';
+		next = *seg ? openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		close(fd);
+		fd = next;
+		p = slash + 1;
+	}
+	if (fd < 0)
+		return;
+	if (*p)
+		meta_read(fd, p, NULL, m);
+	close(fd);
+}
+
+/* Which of key's sidecars names the file with identity ident and size:
+ * the primary, the backup, or an older fencegate's. m gets it. */
+static enum fs_side sidecar_find(struct fs_store *fs, const char *key, const char *ident,
+				 int64_t size, struct fs_meta *m)
+{
+	char file[67];
+	int dfd = sidecar_dir(fs, key, 0, file);
+	enum fs_side side = FS_SIDE_NONE;
+
+	memset(m, 0, sizeof(*m));
+	if (dfd >= 0) {
+		meta_read(dfd, file, key, m);
+		if (m->valid && strcmp(m->ident, ident) == 0 && m->size == size) {
+			side = FS_SIDE_PRIMARY;
+		} else {
+			cJSON_Delete(m->json);
+			strcat(file, "~");
+			meta_read(dfd, file, key, m);
+			if (m->valid && strcmp(m->ident, ident) == 0 && m->size == size)
+				side = FS_SIDE_BACKUP;
+		}
+		close(dfd);
+	}
+	if (side == FS_SIDE_NONE) {
+		cJSON_Delete(m->json);
+		legacy_read(fs, key, m);
+		if (m->valid && strcmp(m->ident, ident) == 0 && m->size == size)
+			side = FS_SIDE_LEGACY;
+	}
+	if (side == FS_SIDE_NONE) {
+		cJSON_Delete(m->json);
+		memset(m, 0, sizeof(*m));
+	}
+	return side;
+}
+
+/* Reads the object name in dir_fd (key's): size, ETag, Last-Modified and,
+ * if want_body, the bytes. A sidecar is trusted only if it names this very
+ * file (inode, mtime and size); otherwise (a file dropped in by hand) the
+ * ETag is the MD5 of the content and Last-Modified the file's mtime.
+ * Returns STORE_OK, STORE_NOT_FOUND (absent, or a directory),
+ * STORE_ERR_INVALID (a symlink or special file) or a failure. */
+enum store_code store_fs_object_read(struct fs_store *fs, int dir_fd, const char *name,
 				     const char *key, int want_body,
 				     struct fs_object *obj, struct store_result *res)
 {
@@ -238,15 +335,13 @@ enum store_code store_fs_object_read(int data_fd, int meta_fd, const char *leaf,
 	int fd = -1;
 
 	memset(obj, 0, sizeof(*obj));
-	fd = openat(data_fd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
+		if (errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG)
 			return store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey", "no object \"%s\"", key);
 		if (errno == ELOOP)
 			return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
 					     "key \"%s\" is a symlink in the store directory; refusing to follow it", key);
-		if (errno == ENAMETOOLONG)
-			return store_fs_fail(res, STORE_NOT_FOUND, "NoSuchKey", "no object \"%s\"", key);
 		return store_fs_fail_io(res, "open object", key, errno);
 	}
 	if (fstat(fd, &sb) < 0) {
@@ -287,9 +382,9 @@ enum store_code store_fs_object_read(int data_fd, int meta_fd, const char *leaf,
 		obj->body[got] = '\0';
 		obj->size = (int64_t)got;
 	}
-	meta_read(meta_fd, leaf, &m);
 	file_ident(&sb, ident);
-	if (m.valid && strcmp(m.ident, ident) == 0 && m.size == obj->size) {
+	obj->side = sidecar_find(fs, key, ident, obj->size, &m);
+	if (obj->side != FS_SIDE_NONE) {
 		snprintf(obj->etag, sizeof(obj->etag), "%s", m.etag);
 		obj->last_modified = m.last_modified;
 		obj->json = m.json;
@@ -311,6 +406,58 @@ out:
 	if (code != STORE_OK)
 		store_fs_object_free(obj);
 	return code;
+}
+
+enum store_code store_fs_sidecar_commit(struct fs_store *fs, const char *key, const char *text,
+					enum fs_side cur, int64_t now, struct store_result *res)
+{
+	char file[67], backup[68], tmp[96] = "", ident[FS_IDENT_MAX];
+	int dfd;
+	enum store_code code;
+
+	dfd = sidecar_dir(fs, key, 1, file);
+	if (dfd < 0)
+		return store_fs_fail_io(res, "open the sidecar directory of", key, errno);
+	snprintf(backup, sizeof(backup), "%s~", file);
+	code = store_fs_temp_write(fs, text, strlen(text), now, key, tmp, sizeof(tmp), ident, res);
+	if (code)
+		goto out;
+	/* the sidecar of the object as it is now becomes the backup (unless
+	 * it is the backup already: a write died after its first rename) */
+	if (cur == FS_SIDE_PRIMARY && renameat(dfd, file, dfd, backup) < 0 && errno != ENOENT) {
+		code = store_fs_fail_io(res, "keep the metadata of", key, errno);
+		goto out;
+	}
+	store_fs_crash_point(2);
+	if (renameat(fs->tmp_fd, tmp, dfd, file) < 0) {
+		code = store_fs_fail_io(res, "store metadata of", key, errno);
+		goto out;
+	}
+	tmp[0] = '\0';
+	if (fsync(dfd) < 0) {
+		code = store_fs_fail_io(res, "sync metadata of", key, errno);
+		goto out;
+	}
+	store_fs_crash_point(3);
+	code = STORE_OK;
+out:
+	store_fs_temp_remove(fs, tmp);
+	close(dfd);
+	return code;
+}
+
+void store_fs_sidecar_remove(struct fs_store *fs, const char *key)
+{
+	char file[67];
+	int dfd = sidecar_dir(fs, key, 0, file);
+
+	if (dfd < 0)
+		return;
+	unlinkat(dfd, file, 0);
+	strcat(file, "~");
+	unlinkat(dfd, file, 0);
+	fsync(dfd);
+	close(dfd);
 }
 
 /* Writes data to a new file in the reserved temp directory, sets its mtime
@@ -369,6 +516,40 @@ void store_fs_temp_remove(struct fs_store *fs, char *name)
 	name[0] = '\0';
 }
 
+/* Temp files are "t<pid>-..." (store_fs_temp_write); a file is a dead
+ * writer's when its process is gone and it is older than the grace time
+ * (a pid namespace we cannot see must not lose a write in flight). */
+void store_fs_sweep_temps(struct fs_store *fs, int64_t now_s)
+{
+	struct dirent *de;
+	struct stat sb;
+	DIR *dir;
+	int fd;
+
+	if (fs->tmp_fd < 0)
+		return;
+	fd = openat(fs->tmp_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(dir = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(dir)) != NULL) {
+		long pid;
+
+		if (de->d_name[0] != 't')
+			continue;
+		pid = strtol(de->d_name + 1, NULL, 10);
+		if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (fstatat(fs->tmp_fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(sb.st_mode) || (int64_t)sb.st_mtime > now_s - FS_TEMP_GRACE_S)
+			continue;
+		unlinkat(fs->tmp_fd, de->d_name, 0);
+	}
+	closedir(dir);
+}
+
 /* Checks user metadata: at most STORE_META_MAX pairs, names non-empty,
  * neither names nor values with control bytes. */
 enum store_code store_fs_check_user_meta(const struct store_put_opts *opts,
@@ -397,6 +578,11 @@ enum store_code store_fs_check_user_meta(const struct store_put_opts *opts,
 				return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
 						     "metadata \"%s\" has a control byte in its value", m->name);
 	}
+	for (i = 0; opts->headers && i < STORE_HDR_COUNT; i++)
+		for (p = opts->headers[i] ? opts->headers[i] : ""; *p; p++)
+			if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
+				return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+						     "%s has a control byte", store_hdr_names[i]);
 	if (opts->content_type)
 		for (p = opts->content_type; *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -406,16 +592,17 @@ enum store_code store_fs_check_user_meta(const struct store_put_opts *opts,
 }
 
 /* The sidecar text for an object; NULL when out of memory. */
-char *store_fs_meta_render(const char *etag, const char *ident, size_t size,
+char *store_fs_meta_render(const char *key, const char *etag, const char *ident, size_t size,
 			   int64_t last_modified, const struct store_put_opts *opts)
 {
-	cJSON *json = cJSON_CreateObject(), *user = NULL;
+	cJSON *json = cJSON_CreateObject(), *user = NULL, *hdrs;
 	char *text = NULL, *lower = NULL;
 	size_t i, j;
 
 	if (!json)
 		return NULL;
-	if (!cJSON_AddNumberToObject(json, "v", 1) ||
+	if (!cJSON_AddNumberToObject(json, "v", 2) ||
+	    !cJSON_AddStringToObject(json, "key", key) ||
 	    !cJSON_AddStringToObject(json, "etag", etag) ||
 	    !cJSON_AddStringToObject(json, "ident", ident) ||
 	    !cJSON_AddNumberToObject(json, "size", (double)size) ||
@@ -424,6 +611,12 @@ char *store_fs_meta_render(const char *etag, const char *ident, size_t size,
 				     opts->content_type ? opts->content_type
 							: "application/octet-stream"))
 		goto out;
+	hdrs = cJSON_AddObjectToObject(json, "headers");
+	if (!hdrs)
+		goto out;
+	for (i = 0; opts->headers && i < STORE_HDR_COUNT; i++)
+		if (opts->headers[i] && !cJSON_AddStringToObject(hdrs, store_hdr_names[i], opts->headers[i]))
+			goto out;
 	user = cJSON_AddObjectToObject(json, "meta");
 	if (!user)
 		goto out;
@@ -447,12 +640,23 @@ out:
 	return text;
 }
 
-/* Copies the sidecar's user metadata into res. */
+/* Copies the sidecar's content type, headers and user metadata into res. */
 enum store_code store_fs_result_take_meta(const cJSON *json, const char *key,
 					  struct store_result *res)
 {
 	const cJSON *user = cJSON_GetObjectItemCaseSensitive(json, "meta"), *item;
+	const cJSON *hdrs = cJSON_GetObjectItemCaseSensitive(json, "headers");
+	const cJSON *ctype = cJSON_GetObjectItemCaseSensitive(json, "contentType");
+	size_t i;
 
+	if (cJSON_IsString(ctype) && strlen(ctype->valuestring) < sizeof(res->content_type))
+		snprintf(res->content_type, sizeof(res->content_type), "%s", ctype->valuestring);
+	for (i = 0; cJSON_IsObject(hdrs) && i < STORE_HDR_COUNT; i++) {
+		item = cJSON_GetObjectItemCaseSensitive(hdrs, store_hdr_names[i]);
+		if (cJSON_IsString(item) && !(res->headers[i] = strdup(item->valuestring)))
+			return store_fs_fail(res, STORE_ERR_NOMEM, NULL,
+					     "out of memory reading metadata of \"%s\"", key);
+	}
 	if (!cJSON_IsObject(user))
 		return STORE_OK;
 	cJSON_ArrayForEach(item, user) {

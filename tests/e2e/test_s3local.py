@@ -447,16 +447,27 @@ def t_not_implemented(g):
         assert "embedded" in msg and "--upstream" in msg, msg
 
 
-def t_bad_keys(g):
-    g.make_bucket("keys-bucket")
+def t_any_keys(g):
+    """Every S3 key is stored (dot and empty segments, a trailing '/',
+    control bytes, the store's own directory name, 1024 bytes) and comes
+    back from GET and ListObjectsV2, inside the bucket directory; only NUL
+    and keys over 1024 bytes are refused."""
+    c = g.make_bucket("keys-bucket")
     h = g.wh("keys-bucket")
-    for path, code in (("/keys-bucket/a/%2E%2E/b", b"InvalidArgument"),
-                       ("/keys-bucket/a/./b", b"InvalidArgument"),
-                       ("/keys-bucket/ctl%01byte", b"InvalidArgument"),
-                       ("/keys-bucket/.fencegate/x", b"InvalidArgument"),
-                       ("/keys-bucket/folder/", b"InvalidArgument"),
-                       ("/keys-bucket/a//b", b"InvalidArgument"),
-                       ("/keys-bucket/nul%00byte", b"InvalidURI"),
+    keys = {"a/%2E%2E/b": "a/../b", "a/./b": "a/./b", "ctl%01byte": "ctl\x01byte",
+            ".fencegate/x": ".fencegate/x", "folder/": "folder/", "a//b": "a//b",
+            "a": "a", "a/b": "a/b", "%2E%2E": "..", "k" * 1024: "k" * 1024}
+    for raw, key in keys.items():
+        st, _, body = g.http("PUT", "/keys-bucket/" + raw, key.encode(), h)
+        assert st == 200, (raw, st, body)
+    for raw, key in keys.items():
+        st, _, body = g.http("GET", "/keys-bucket/" + raw)
+        assert st == 200 and body == key.encode(), (raw, st, body)
+    listed = [o["Key"] for o in c.list_objects_v2(Bucket="keys-bucket",
+                                                   EncodingType="url")["Contents"]]
+    listed = [urllib.parse.unquote(k) for k in listed if not k.startswith("locks/")]
+    assert listed == sorted(keys.values(), key=lambda k: k.encode()), listed
+    for path, code in (("/keys-bucket/nul%00byte", b"InvalidURI"),
                        ("/keys-bucket/" + "k" * 1025, b"KeyTooLongError")):
         st, _, body = g.http("PUT", path, b"x", h)
         assert st == 400 and code in body, (path, st, body)
@@ -464,6 +475,8 @@ def t_bad_keys(g):
     # nothing escaped the bucket directory
     assert not os.path.exists(os.path.join(g.data.path, "keys-bucket", "b"))
     assert not os.path.exists(os.path.join(g.data.path, "b"))
+    assert os.path.isfile(os.path.join(g.data.path, "keys-bucket", "a", "%2E.", "b"))
+    assert os.path.isfile(os.path.join(g.data.path, "keys-bucket", "a", "%@"))
 
 
 def t_too_large(g):
@@ -580,7 +593,7 @@ def main():
                          ("list v1", t_list_v1),
                          ("404s", t_not_found),
                          ("501 for what the embedded store lacks", t_not_implemented),
-                         ("bad keys", t_bad_keys),
+                         ("any key", t_any_keys),
                          ("too large", t_too_large),
                          ("aws cli cp and ls", t_aws_cli),
                          ("fencing compare-and-swap", t_fencing_cas)):

@@ -133,6 +133,18 @@ static void path_in(const struct fixture *f, const char *rel, char *out, size_t 
 	snprintf(out, len, "%s/%s", f->dir, rel);
 }
 
+static void sidecar_path(const struct fixture *f, const char *key, char *out, size_t len)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0, i;
+	char hex[65];
+
+	assert_true(EVP_Digest(key, strlen(key), md, &n, EVP_sha256(), NULL));
+	for (i = 0; i < 32; i++)
+		sprintf(hex + 2 * i, "%02x", md[i]);
+	snprintf(out, len, "%s/.fencegate/sidecars/%.2s/%s", f->dir, hex, hex);
+}
+
 static void test_create_twice(void **state)
 {
 	struct fixture *f = *state;
@@ -368,8 +380,8 @@ static void test_metadata_round_trip(void **state)
 	assert_int_equal(store_head(f->st, "bucket/obj.json", &f->res), STORE_OK);
 	assert_string_equal(store_result_meta(&f->res, "fencing-epoch"), "7");
 	assert_string_equal(f->res.content_type, "application/json");
-	/* content type is kept in the sidecar */
-	path_in(f, ".fencegate/meta/bucket/obj.json", path, sizeof(path));
+	/* content type is kept in the sidecar, named by the key's SHA-256 */
+	sidecar_path(f, "bucket/obj.json", path, sizeof(path));
 	fp = fopen(path, "r");
 	assert_non_null(fp);
 	n = fread(sidecar, 1, sizeof(sidecar) - 1, fp);
@@ -402,7 +414,7 @@ static void test_fake_clock(void **state)
 	f->clock.wall_ms = 5000000;
 	assert_int_equal(store_get(f->st, "missing", &f->res), STORE_NOT_FOUND);
 	assert_int_equal(f->res.server_date, 5000);
-	assert_int_equal(store_get(f->st, "../x", &f->res), STORE_ERR_INVALID);
+	assert_int_equal(store_get(f->st, "", &f->res), STORE_ERR_INVALID);
 	assert_int_equal(f->res.server_date, 5000);
 	assert_int_equal(put_str(f, "lease", "y", STORE_COND_NONE, NULL), STORE_OK);
 	assert_int_equal(store_get(f->st, "lease", &f->res), STORE_OK);
@@ -462,6 +474,127 @@ static void list_all_and_check(struct fixture *f, const char *prefix, const char
 	}
 	store_list_page_free(&page);
 	assert_int_equal(got, nwant);
+}
+
+/* Runs a put of key in a child that dies at crash point `point` (or
+ * finishes: then the child exits 0). Returns the child's exit status. */
+static int put_dying_at(struct fixture *f, int point, const char *key, const char *body,
+			const char *epoch)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char num[16];
+		struct store_meta meta[] = { { "fencing-epoch", (char *)epoch } };
+		struct store_put_opts opts = { .meta = meta, .nmeta = 1 };
+
+		snprintf(num, sizeof(num), "%d", point);
+		setenv("FENCE_STORE_FS_CRASH", num, 1);
+		store_put(f->st, key, body, strlen(body), &opts, &f->res);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+/* What a reader sees after a fresh open (which sweeps and recovers):
+ * body and stored epoch of key, each checked against its ETag. */
+static void expect_version(struct fixture *f, const char *key, const char *body, const char *epoch)
+{
+	char want[STORE_ETAG_MAX];
+
+	store_close(f->st);
+	f->clock.wall_ms += 120000; /* past the temp files' grace time */
+	f->st = open_store(f);
+	assert_int_equal(store_get(f->st, key, &f->res), STORE_OK);
+	assert_string_equal(f->res.body, body);
+	md5_etag(body, want);
+	assert_string_equal(f->res.etag, want);
+	assert_non_null(store_result_meta(&f->res, "fencing-epoch"));
+	assert_string_equal(store_result_meta(&f->res, "fencing-epoch"), epoch);
+}
+
+static size_t count_entries(const char *dir)
+{
+	char cmd[256];
+	size_t n = 0;
+	FILE *fp;
+	int ch;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s'", dir);
+	fp = popen(cmd, "r");
+	assert_non_null(fp);
+	while ((ch = fgetc(fp)) != EOF)
+		n += ch == '\n';
+	pclose(fp);
+	return n;
+}
+
+/* A writer killed at every point of a replace: the reader sees the old
+ * object with its own epoch until the object itself moved, then the new
+ * one with its own; never bytes of one with the metadata of the other.
+ * Temp files the dead writer left are gone at the next open. */
+static void test_crash_during_put(void **state)
+{
+	struct fixture *f = *state;
+	static const struct { int point; int new_visible; } rows[] = {
+		{ 1, 0 }, { 2, 0 }, { 3, 0 }, { 4, 1 },
+	};
+	char tmp[256];
+	size_t i;
+
+	path_in(f, ".fencegate/tmp", tmp, sizeof(tmp));
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "crash/%d", rows[i].point);
+		assert_int_equal(put_dying_at(f, 0, key, "old bytes", "1"), 0);
+		assert_int_equal(put_dying_at(f, rows[i].point, key, "new bytes!", "2"), 86);
+		if (rows[i].new_visible)
+			expect_version(f, key, "new bytes!", "2");
+		else
+			expect_version(f, key, "old bytes", "1");
+		assert_int_equal(count_entries(tmp), 0);
+		/* and a write after the crash commits normally */
+		assert_int_equal(put_dying_at(f, 0, key, "third", "3"), 0);
+		expect_version(f, key, "third", "3");
+	}
+	/* twice in a row at the same point: the backup is never lost */
+	assert_int_equal(put_dying_at(f, 0, "crash/twice", "old bytes", "1"), 0);
+	assert_int_equal(put_dying_at(f, 3, "crash/twice", "new bytes!", "2"), 86);
+	assert_int_equal(put_dying_at(f, 3, "crash/twice", "newer bytes", "3"), 86);
+	expect_version(f, "crash/twice", "old bytes", "1");
+}
+
+/* A writer killed while it moves an object into the directory a new key
+ * needs ("a/b" for "a/b/c"): the object is still there after the next open. */
+static void test_crash_during_move(void **state)
+{
+	struct fixture *f = *state;
+	static const int points[] = { 10, 11, 12 };
+	char *want[] = { "m/a/b", "m/a/b/c" }, key[32], tmp[256];
+	size_t i;
+
+	path_in(f, ".fencegate/tmp", tmp, sizeof(tmp));
+	for (i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+		snprintf(key, sizeof(key), "m/a/b");
+		assert_int_equal(put_dying_at(f, 0, key, "parent", "1"), 0);
+		assert_int_equal(put_dying_at(f, points[i], "m/a/b/c", "child", "1"), 86);
+		expect_version(f, "m/a/b", "parent", "1");
+		assert_int_equal(count_entries(tmp), 0);
+		assert_int_equal(put_dying_at(f, 0, "m/a/b/c", "child", "1"), 0);
+		expect_version(f, "m/a/b/c", "child", "1");
+		list_all_and_check(f, "m/", NULL, 10, want, 2);
+		assert_int_equal(store_delete(f->st, "m/a/b/c", NULL, &f->res), STORE_OK);
+		assert_int_equal(store_delete(f->st, "m/a/b", NULL, &f->res), STORE_OK);
+		rm_tree(f->dir); /* start from a plain file "a/b" again */
+		mkdir(f->dir, 0755);
+		store_close(f->st);
+		f->st = open_store(f);
+	}
 }
 
 static void test_list_many_in_one_dir(void **state)
@@ -590,80 +723,111 @@ static void test_list_nested_order(void **state)
 	list_all_and_check(f, "", "a/c", 4, sorted + i, n - i);
 }
 
-static void test_invalid_keys(void **state)
+/* Every S3 key is a key: dot segments, empty segments, a trailing '/',
+ * control bytes, '%', the store's own directory name, 1024 bytes in one
+ * segment; each round-trips and lists in byte order. Only "" and keys over
+ * 1024 bytes are refused. */
+static void test_any_key_round_trips(void **state)
 {
 	struct fixture *f = *state;
-	struct store_list_page page = { 0 };
-	const char *bad[] = {
-		"../x", "/abs", "a//b", "a/./b", "ctl\x01", "a/..", ".", "..", "",
-		"trail/", ".fencegate", ".fencegate/meta/x", ".fencegate/tmp/t1",
-		"del\x7f",
+	static char seg300[301], seg1024[1025], c1[300], c2[300], c3[300];
+	const char *keys[] = {
+		"../x", "/abs", "a//b", "a/./b", "ctl\x01", "a/..", ".", "..",
+		"trail/", ".fencegate", ".fencegate/meta/x", ".fencegate/tmp/t1", "del\x7f",
+		"100%", "%25", "%", "%@", "%t", "x%+", "a/%+", "ünïcode/ключ", "/", "//",
+		seg300, seg1024, c1, c2, c3,
 	};
-	char longkey[1100];
+	enum { N = sizeof(keys) / sizeof(keys[0]) };
+	char *sorted[N], longkey[1100], path[256];
+	struct stat sb;
 	size_t i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(put_str(f, bad[i], "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
-		assert_true(strlen(f->res.err_message) > 0);
-		assert_true(store_failed(f->res.code));
-		assert_int_equal(put_str(f, bad[i], "x", STORE_COND_IF_NONE_MATCH_ANY, NULL),
-				 STORE_ERR_INVALID);
-		assert_int_equal(store_get(f->st, bad[i], &f->res), STORE_ERR_INVALID);
-		assert_int_equal(store_head(f->st, bad[i], &f->res), STORE_ERR_INVALID);
-		assert_int_equal(store_delete(f->st, bad[i], NULL, &f->res), STORE_ERR_INVALID);
+	memset(seg300, 's', 300);
+	memset(seg1024, 'L', 1024);
+	/* a segment cut for length just before a byte that must be escaped,
+	 * beside one that fits: the cut keys sort around the plain one */
+	memset(c1, 'c', 239);
+	memcpy(c2, c1, 239);
+	memcpy(c3, c1, 239);
+	strcpy(c1 + 239, "%zzz");
+	strcpy(c2 + 239, "y");
+	strcpy(c3 + 239, "\x7fq");
+	for (i = 0; i < N; i++) {
+		if (put_str(f, keys[i], keys[i], STORE_COND_IF_NONE_MATCH_ANY, NULL) != STORE_OK)
+			fail_msg("put \"%s\": %s", keys[i], f->res.err_message);
+		sorted[i] = (char *)keys[i];
 	}
-	assert_int_equal(put_str(f, ".fencegate/x", "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
-	assert_non_null(strstr(f->res.err_message, "reserved"));
-	assert_int_equal(put_str(f, "trail/", "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
-	assert_non_null(strstr(f->res.err_message, "'/'"));
-	/* names that merely look like the reserved one are ordinary keys */
-	assert_int_equal(put_str(f, ".fencegatex", "x", STORE_COND_NONE, NULL), STORE_OK);
-	assert_int_equal(put_str(f, "b/.fencegate/x", "x", STORE_COND_NONE, NULL), STORE_OK);
-	assert_int_equal(store_delete(f->st, ".fencegatex", NULL, &f->res), STORE_OK);
-	assert_int_equal(store_delete(f->st, "b/.fencegate/x", NULL, &f->res), STORE_OK);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(store_get(f->st, keys[i], &f->res), STORE_OK);
+		assert_string_equal(f->res.body, keys[i]);
+	}
+	qsort(sorted, N, sizeof(sorted[0]), cmp_str);
+	list_all_and_check(f, "", NULL, 1000, sorted, N);
+	list_all_and_check(f, "", NULL, 3, sorted, N);
+	for (i = 0; i < N; i++)
+		list_all_and_check(f, "", sorted[i], 2, sorted + i + 1, N - i - 1);
+	/* on disk: escapes only where a file name needs them */
+	path_in(f, "%2E./x", path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	path_in(f, "trail/%", path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	path_in(f, "100%25", path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	path_in(f, "%2Efencegate/meta/x", path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	/* deletes find them too */
+	for (i = 0; i < N; i++)
+		assert_int_equal(store_delete(f->st, keys[i], NULL, &f->res), STORE_OK);
+	list_all_and_check(f, "", NULL, 10, NULL, 0);
+	/* refused: empty, too long */
+	assert_int_equal(put_str(f, "", "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
 	assert_int_equal(store_get(f->st, NULL, &f->res), STORE_ERR_INVALID);
 	memset(longkey, 'k', sizeof(longkey) - 1);
 	longkey[sizeof(longkey) - 1] = '\0';
 	assert_int_equal(put_str(f, longkey, "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
-	/* a segment over NAME_MAX is an answer, not a crash */
-	longkey[300] = '\0';
-	assert_int_equal(put_str(f, longkey, "x", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
-	assert_int_equal(store_get(f->st, longkey, &f->res), STORE_NOT_FOUND);
-	/* nothing is listed */
-	assert_int_equal(store_list(f->st, "", NULL, NULL, 100, &page, &f->res), STORE_OK);
-	assert_int_equal(page.n, 0);
-	store_list_page_free(&page);
-	assert_int_equal(store_list(f->st, ".fencegate/", NULL, NULL, 100, &page, &f->res), STORE_OK);
-	assert_int_equal(page.n, 0);
-	store_list_page_free(&page);
-	assert_int_equal(store_list(f->st, "../", NULL, NULL, 100, &page, &f->res), STORE_OK);
-	assert_int_equal(page.n, 0);
-	store_list_page_free(&page);
+	assert_string_equal(f->res.err_code, "KeyTooLongError");
+	assert_int_equal(store_get(f->st, longkey, &f->res), STORE_ERR_INVALID);
 }
 
-static void test_directory_collisions(void **state)
+/* A key and the keys under it coexist ("a", "a/b", "a/b/c"): the object of
+ * a key that is also a directory lives in it as "%@". */
+static void test_key_and_its_children(void **state)
 {
 	struct fixture *f = *state;
+	char *want[] = { "a", "a/b", "a/b/c" }, *after_delete[] = { "a", "a/b/c" };
+	char path[256];
+	struct stat sb;
 
-	assert_int_equal(put_str(f, "a/b", "x", STORE_COND_NONE, NULL), STORE_OK);
-	/* "a" is a directory: it is no object, and cannot become one */
-	assert_int_equal(store_get(f->st, "a", &f->res), STORE_NOT_FOUND);
-	assert_int_equal(store_head(f->st, "a", &f->res), STORE_NOT_FOUND);
-	assert_int_equal(put_str(f, "a", "y", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
-	assert_non_null(strstr(f->res.err_message, "collides"));
-	assert_int_equal(put_str(f, "a", "y", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_ERR_INVALID);
-	assert_int_equal(put_str(f, "a", "y", STORE_COND_IF_MATCH, "\"x\""), STORE_ERR_INVALID);
-	assert_int_equal(store_delete(f->st, "a", NULL, &f->res), STORE_OK);
-	assert_int_equal(store_delete(f->st, "a", "\"x\"", &f->res), STORE_NOT_FOUND);
-	/* "a/b" is a file: "a/b/c" cannot exist */
-	assert_int_equal(put_str(f, "a/b/c", "z", STORE_COND_NONE, NULL), STORE_ERR_INVALID);
-	assert_non_null(strstr(f->res.err_message, "collides"));
-	assert_int_equal(put_str(f, "a/b/c/d", "z", STORE_COND_IF_NONE_MATCH_ANY, NULL),
-			 STORE_ERR_INVALID);
-	assert_int_equal(store_get(f->st, "a/b/c", &f->res), STORE_NOT_FOUND);
-	assert_int_equal(store_delete(f->st, "a/b/c", NULL, &f->res), STORE_OK);
+	assert_int_equal(put_str(f, "a/b", "ab", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(put_str(f, "a", "a", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_OK);
+	assert_int_equal(put_str(f, "a", "a", STORE_COND_IF_NONE_MATCH_ANY, NULL),
+			 STORE_PRECONDITION_FAILED);
+	assert_int_equal(put_str(f, "a/b/c", "abc", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_OK);
+	assert_int_equal(store_get(f->st, "a", &f->res), STORE_OK);
+	assert_string_equal(f->res.body, "a");
 	assert_int_equal(store_get(f->st, "a/b", &f->res), STORE_OK);
-	assert_string_equal(f->res.body, "x");
+	assert_string_equal(f->res.body, "ab");
+	assert_int_equal(store_get(f->st, "a/b/c", &f->res), STORE_OK);
+	assert_string_equal(f->res.body, "abc");
+	list_all_and_check(f, "", NULL, 1, want, 3);
+	list_all_and_check(f, "a", NULL, 2, want, 3);
+	list_all_and_check(f, "a/", NULL, 5, want + 1, 2);
+	list_all_and_check(f, "a/b", "a/b", 5, want + 2, 1);
+	path_in(f, "a/%@", path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	path_in(f, "a/b/%@", path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	path_in(f, "a/b/c", path, sizeof(path));
+	assert_int_equal(stat(path, &sb), 0);
+	/* replace and condition the moved object like any other */
+	assert_int_equal(store_head(f->st, "a/b", &f->res), STORE_OK);
+	assert_int_equal(put_str(f, "a/b", "ab2", STORE_COND_IF_MATCH, f->res.etag), STORE_OK);
+	assert_int_equal(store_get(f->st, "a/b", &f->res), STORE_OK);
+	assert_string_equal(f->res.body, "ab2");
+	assert_int_equal(store_delete(f->st, "a/b", f->res.etag, &f->res), STORE_OK);
+	assert_int_equal(store_get(f->st, "a/b", &f->res), STORE_NOT_FOUND);
+	list_all_and_check(f, "", NULL, 1000, after_delete, 2);
+	assert_int_equal(store_get(f->st, "a/b/c", &f->res), STORE_OK);
 }
 
 static void test_symlink_escape(void **state)
@@ -953,13 +1117,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_condition_aba, setup, teardown),
 		cmocka_unit_test(test_s3_refuses_meta_condition),
+		cmocka_unit_test_setup_teardown(test_crash_during_put, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_during_move, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_clock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_many_in_one_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_nested_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_invalid_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_directory_collisions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_any_key_round_trips, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_and_its_children, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_escape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reserved_dir_symlink_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_without_sidecar, setup, teardown),
