@@ -102,6 +102,13 @@ enum store_cond {
 	STORE_COND_IF_MATCH,          /* If-Match: etag      — replace that version */
 };
 
+/* A range of an open file (a multipart upload's part). */
+struct store_file_range {
+	int fd;
+	int64_t offset;
+	int64_t len;
+};
+
 /* A condition on one user-metadata value of the key's current version,
  * checked atomically with the write (the ETag alone cannot tell apart two
  * versions with the same bytes). With name set: the key must exist
@@ -128,7 +135,16 @@ struct store_put_opts {
 	 * ignores them): Cache-Control, Expires, Content-Disposition,
 	 * Content-Encoding, Content-Language. NULL: none. */
 	const char *const *headers;       /* STORE_HDR_COUNT entries, or NULL */
+	/* Local-directory store only (store_s3 refuses them, STORE_ERR_INVALID):
+	 * the body is the concatenation of these file ranges, read through the
+	 * caller's open descriptors (put's body must then be NULL and len 0),
+	 * and the object's ETag is object_etag, when set, instead of the MD5 of
+	 * its bytes (a multipart upload's "md5-of-md5s-N"). */
+	const struct store_file_range *files;
+	size_t nfiles;
+	const char *object_etag;
 };
+
 
 /* A conditional delete: if_match (an ETag, NULL none) and if_meta, both on
  * the same version, atomically. */

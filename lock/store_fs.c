@@ -359,6 +359,7 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 	char *meta_text = NULL, *if_meta_value = NULL;
 	int locks[FS_LOCKS_MAX], nlocks = 0, exists = 0;
 	int64_t now;
+	size_t i;
 	enum store_code code;
 
 	if (!opts)
@@ -382,8 +383,13 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 				     "a metadata condition needs an existing object, not If-None-Match");
 		goto out;
 	}
-	if (!body && len) {
-		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument", "no body given for %zu bytes", len);
+	if ((!body && len) || (opts->files && (body || len))) {
+		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+				     "a body from memory or from files, not %zu bytes of neither or both", len);
+		goto out;
+	}
+	if (opts->object_etag && strlen(opts->object_etag) >= STORE_ETAG_MAX) {
+		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument", "ETag too long");
 		goto out;
 	}
 	if (opts->cond == STORE_COND_IF_MATCH && !*if_match) {
@@ -393,15 +399,20 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 	code = store_fs_check_user_meta(opts, res);
 	if (code)
 		goto out;
-	if (store_fs_etag_of_buffer(body, len, etag) < 0) {
+	if (!opts->files && store_fs_etag_of_buffer(body, len, etag) < 0) {
 		code = store_fs_fail(res, STORE_ERR_IO, "InternalError", "computing MD5 failed");
 		goto out;
 	}
+	for (i = 0; i < opts->nfiles && opts->files; i++)
+		len += (size_t)opts->files[i].len;
 	/* The bytes go to disk before the lock is taken: the lock covers only
 	 * the check and the renames. */
-	code = store_fs_temp_write(fs, body, len, now, key, obj_tmp, sizeof(obj_tmp), ident, res);
+	code = store_fs_temp_write(fs, body, len, opts->files, opts->nfiles, now, key, obj_tmp,
+				   sizeof(obj_tmp), ident, etag, res);
 	if (code)
 		goto out;
+	if (opts->object_etag)
+		snprintf(etag, sizeof(etag), "%s", opts->object_etag);
 	nlocks = store_fs_write_locks(fs, key, &p, locks, res);
 	if (nlocks < 0) {
 		nlocks = 0;

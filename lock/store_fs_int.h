@@ -165,12 +165,14 @@ enum store_code store_fs_object_read(struct fs_store *fs, int dir_fd, const char
 				     const char *key, int want_body,
 				     struct fs_object *obj, struct store_result *res);
 void store_fs_object_free(struct fs_object *obj);
-/* Writes data to a new, fsynced temp file dated mtime_s; name gets its name
- * (remove it with store_fs_temp_remove), ident its identity. */
+/* Writes data (or the files' ranges, their MD5 into etag) to a new,
+ * fsynced temp file dated mtime_s; name gets its name (remove it with
+ * store_fs_temp_remove), ident its identity. */
 enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_t len,
+				    const struct store_file_range *files, size_t nfiles,
 				    int64_t mtime_s, const char *key, char *name,
 				    size_t namelen, char ident[FS_IDENT_MAX],
-				    struct store_result *res);
+				    char etag[STORE_ETAG_MAX], struct store_result *res);
 void store_fs_temp_remove(struct fs_store *fs, char *name);
 /* Removes temp files and directories of writers that died (at open). */
 void store_fs_sweep_temps(struct fs_store *fs, int64_t now_s);

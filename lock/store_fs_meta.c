@@ -419,7 +419,8 @@ enum store_code store_fs_sidecar_commit(struct fs_store *fs, const char *key, co
 	if (dfd < 0)
 		return store_fs_fail_io(res, "open the sidecar directory of", key, errno);
 	snprintf(backup, sizeof(backup), "%s~", file);
-	code = store_fs_temp_write(fs, text, strlen(text), now, key, tmp, sizeof(tmp), ident, res);
+	code = store_fs_temp_write(fs, text, strlen(text), NULL, 0, now, key, tmp, sizeof(tmp),
+				   ident, NULL, res);
 	if (code)
 		goto out;
 	/* the sidecar of the object as it is now becomes the backup (unless
@@ -460,13 +461,63 @@ void store_fs_sidecar_remove(struct fs_store *fs, const char *key)
 	close(dfd);
 }
 
-/* Writes data to a new file in the reserved temp directory, sets its mtime
- * to mtime_s (plus random nanoseconds, see struct fs_meta), and fsyncs it.
- * name receives its name, ident its identity (file_ident). */
+/* Copies the file ranges to fd, their MD5 into etag. Returns 0 or -1 with
+ * errno (EIO: a range ended early). */
+static int copy_ranges(int fd, const struct store_file_range *files, size_t nfiles,
+		       char etag[STORE_ETAG_MAX])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	char *buf = malloc(1 << 20);
+	size_t i;
+	int rc = -1;
+
+	if (!ctx || !buf || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
+		errno = ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nfiles; i++) {
+		int64_t done = 0;
+
+		while (done < files[i].len) {
+			size_t want = (size_t)(files[i].len - done) < (1u << 20)
+				? (size_t)(files[i].len - done) : (1u << 20);
+			ssize_t n = pread(files[i].fd, buf, want, (off_t)(files[i].offset + done));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				if (n == 0)
+					errno = EIO;
+				goto out;
+			}
+			if (write_all(fd, buf, (size_t)n) < 0 || !EVP_DigestUpdate(ctx, buf, (size_t)n))
+				goto out;
+			done += n;
+		}
+	}
+	if (!EVP_DigestFinal_ex(ctx, md, &mdlen)) {
+		errno = EIO;
+		goto out;
+	}
+	etag_from_digest(md, mdlen, etag);
+	rc = 0;
+out:
+	free(buf);
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+/* Writes data (or, with files, their ranges; etag then gets their MD5) to a
+ * new file in the reserved temp directory, sets its mtime to mtime_s (plus
+ * random nanoseconds, see struct fs_meta), and fsyncs it. name receives its
+ * name, ident its identity (file_ident). */
 enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_t len,
+				    const struct store_file_range *files, size_t nfiles,
 				    int64_t mtime_s, const char *key, char *name,
 				    size_t namelen, char ident[FS_IDENT_MAX],
-				    struct store_result *res)
+				    char etag[STORE_ETAG_MAX], struct store_result *res)
 {
 	struct timespec times[2];
 	struct stat sb;
@@ -486,7 +537,7 @@ enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_
 	}
 	if (fd < 0)
 		return store_fs_fail_io(res, "create temp file for key", key, errno);
-	if (write_all(fd, data, len) < 0)
+	if (files ? copy_ranges(fd, files, nfiles, etag) < 0 : write_all(fd, data, len) < 0)
 		goto io;
 	if (RAND_bytes((unsigned char *)&tag, sizeof(tag)) != 1)
 		tag = (uint32_t)(fs->tmp_seq * 2654435761u);

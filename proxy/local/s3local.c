@@ -4,8 +4,9 @@
  * replies, and the server's life cycle. The operations themselves live
  * beside it: s3local_bucket.c (bucket stores, create/head/delete),
  * s3local_list.c (listings and their XML), s3local_object.c (get, put,
- * head, delete and the compare-and-swap). It does not touch the disk on
- * the loop and does not authenticate; multipart, copy, tagging, ACLs and
+ * head, delete and the compare-and-swap), s3local_mpu.c (multipart
+ * uploads), s3local_copy.c (copies, ACL reads). It does not touch the disk
+ * on the loop and does not authenticate; tagging, ACL changes and
  * versioning answer 501 (see s3local.h). */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,6 +39,8 @@ static void call_free(void *arg)
 	free(c->key);
 	free(c->body);
 	free(c->content_type);
+	for (i = 0; i < STORE_HDR_COUNT; i++)
+		free(c->headers[i]);
 	for (i = 0; i < c->nmeta; i++) {
 		free(c->meta[i].name);
 		free(c->meta[i].value);
@@ -53,6 +56,14 @@ static void call_free(void *arg)
 	free(c->start_after);
 	free(c->token);
 	free(c->marker);
+	free(c->upload_id);
+	free(c->copy_source);
+	free(c->copy_range);
+	free(c->copy_if_match);
+	free(c->copy_if_none_match);
+	free(c->key_marker);
+	free(c->upload_id_marker);
+	free(c->version_id_marker);
 	free(c->xml);
 	store_result_clear(&c->res);
 	free(c);
@@ -142,11 +153,22 @@ static void job_run(void *arg)
 	case OP_DELETE_BUCKET: s3l_run_delete_bucket(c); break;
 	case OP_LOCATION: s3l_run_location(c); break;
 	case OP_LIST_V1:
-	case OP_LIST_V2: s3l_run_list(c); break;
+	case OP_LIST_V2:
+	case OP_LIST_VERSIONS: s3l_run_list(c); break;
 	case OP_PUT: s3l_run_put(c); break;
 	case OP_GET:
 	case OP_HEAD: s3l_run_get_or_head(c); break;
 	case OP_DELETE: s3l_run_delete(c); break;
+	case OP_COPY: s3l_run_copy(c); break;
+	case OP_MPU_CREATE: s3l_run_mpu_create(c); break;
+	case OP_MPU_PART:
+	case OP_MPU_PART_COPY: s3l_run_mpu_part(c); break;
+	case OP_MPU_COMPLETE: s3l_run_mpu_complete(c); break;
+	case OP_MPU_ABORT: s3l_run_mpu_abort(c); break;
+	case OP_MPU_LIST_PARTS: s3l_run_mpu_list_parts(c); break;
+	case OP_MPU_LIST_UPLOADS: s3l_run_mpu_list_uploads(c); break;
+	case OP_GET_ACL:
+	case OP_GET_BUCKET_ACL: s3l_run_get_acl(c); break;
 	}
 }
 
@@ -213,7 +235,23 @@ static void job_done(void *arg)
 	case OP_LOCATION:
 	case OP_LIST_V1:
 	case OP_LIST_V2:
+	case OP_LIST_VERSIONS:
+	case OP_COPY:
+	case OP_MPU_CREATE:
+	case OP_MPU_PART_COPY:
+	case OP_MPU_COMPLETE:
+	case OP_MPU_LIST_PARTS:
+	case OP_MPU_LIST_UPLOADS:
+	case OP_GET_ACL:
+	case OP_GET_BUCKET_ACL:
 		proxy_req_reply(req, 200, &h, "application/xml", c->xml, c->xml_len);
+		break;
+	case OP_MPU_ABORT:
+		proxy_req_reply(req, 204, &h, NULL, NULL, 0);
+		break;
+	case OP_MPU_PART:
+		front_hdrs_add(&h, "ETag", c->res.etag);
+		proxy_req_reply(req, 200, &h, NULL, NULL, 0);
 		break;
 	case OP_CREATE_BUCKET:
 		snprintf(buf, sizeof(buf), "/%s", c->bucket);
@@ -284,7 +322,7 @@ static int on_body(struct proxy_req *req, const char *data, size_t len, void *ar
 	if (!c->keep_body)
 		return 0;
 	if (len > c->body_max - c->body_len) {
-		if (c->op == OP_PUT)
+		if (c->op == OP_PUT || c->op == OP_MPU_PART)
 			proxy_req_reply_error(req, 413, "EntityTooLarge",
 					      "the embedded store takes objects up to its "
 					      "--max-object size; this body is larger", NULL);
@@ -349,14 +387,9 @@ enum proxy_action s3l_bad_request(struct proxy_req *req, int status, const char 
 static const char *unsupported_subresource(const char *name)
 {
 	static const struct { const char *name, *what; } table[] = {
-		{ "uploads", "multipart uploads" },
-		{ "uploadId", "multipart uploads" },
-		{ "partNumber", "multipart uploads (partNumber)" },
 		{ "tagging", "tagging" },
-		{ "acl", "ACLs" },
 		{ "versioning", "versioning" },
 		{ "versionId", "versioning (versionId)" },
-		{ "versions", "versioning (ListObjectVersions)" },
 		{ "delete", "multi-object delete (DeleteObjects)" },
 		{ "policy", "bucket policies" },
 		{ "policyStatus", "bucket policies" },
@@ -470,7 +503,7 @@ static int pick_op(struct proxy_req *req, const char *method, int has_bucket, in
 		   const struct s3l_query *q)
 {
 	size_t i;
-	int present = 0;
+	int present = 0, acl = 0, uploads = 0, upload_id = 0, part = 0;
 
 	for (i = 0; i < q->n; i++) {
 		const char *what = unsupported_subresource(q->name[i]);
@@ -480,8 +513,21 @@ static int pick_op(struct proxy_req *req, const char *method, int has_bucket, in
 			return -1;
 		}
 	}
+	s3l_query_get(q, "acl", &acl);
+	s3l_query_get(q, "uploads", &uploads);
+	s3l_query_get(q, "uploadId", &upload_id);
+	s3l_query_get(q, "partNumber", &part);
+	if (acl && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+		s3l_not_implemented(req, "ACL changes (the one owner has FULL_CONTROL)");
+		return -1;
+	}
 	if (strcmp(method, "POST") == 0) {
-		s3l_not_implemented(req, "POST requests (multipart uploads, DeleteObjects, form uploads)");
+		if (has_key && uploads)
+			return OP_MPU_CREATE;
+		if (has_key && upload_id)
+			return OP_MPU_COMPLETE;
+		s3l_not_implemented(req, "POST requests other than multipart uploads (DeleteObjects "
+				    "without fencing, form uploads)");
 		return -1;
 	}
 	if (!has_bucket) {
@@ -491,15 +537,16 @@ static int pick_op(struct proxy_req *req, const char *method, int has_bucket, in
 		return -1;
 	}
 	if (!has_key) {
-		if (strcmp(method, "PUT") == 0)
-			return OP_CREATE_BUCKET;
-		if (strcmp(method, "HEAD") == 0)
-			return OP_HEAD_BUCKET;
-		if (strcmp(method, "DELETE") == 0)
-			return OP_DELETE_BUCKET;
 		if (strcmp(method, "GET") == 0) {
 			const char *lt;
 
+			if (acl)
+				return OP_GET_BUCKET_ACL;
+			if (uploads)
+				return OP_MPU_LIST_UPLOADS;
+			s3l_query_get(q, "versions", &present);
+			if (present)
+				return OP_LIST_VERSIONS;
 			s3l_query_get(q, "location", &present);
 			if (present)
 				return OP_LOCATION;
@@ -510,15 +557,35 @@ static int pick_op(struct proxy_req *req, const char *method, int has_bucket, in
 			}
 			return lt ? OP_LIST_V2 : OP_LIST_V1;
 		}
-	} else {
+		s3l_query_get(q, "versions", &present);
+		if (present || uploads) {
+			s3l_not_implemented(req, "this bucket subresource");
+			return -1;
+		}
 		if (strcmp(method, "PUT") == 0)
-			return OP_PUT;
+			return OP_CREATE_BUCKET;
+		if (strcmp(method, "HEAD") == 0)
+			return OP_HEAD_BUCKET;
+		if (strcmp(method, "DELETE") == 0)
+			return OP_DELETE_BUCKET;
+	} else {
+		if (part && !upload_id) {
+			s3l_bad_request(req, 400, "InvalidArgument", "partNumber needs an uploadId");
+			return -1;
+		}
+		if (strcmp(method, "PUT") == 0) {
+			if (upload_id && !part) {
+				s3l_bad_request(req, 400, "InvalidArgument", "uploadId needs a partNumber");
+				return -1;
+			}
+			return part ? OP_MPU_PART : OP_PUT;
+		}
 		if (strcmp(method, "GET") == 0)
-			return OP_GET;
+			return acl ? OP_GET_ACL : upload_id ? OP_MPU_LIST_PARTS : OP_GET;
 		if (strcmp(method, "HEAD") == 0)
 			return OP_HEAD;
 		if (strcmp(method, "DELETE") == 0)
-			return OP_DELETE;
+			return upload_id ? OP_MPU_ABORT : OP_DELETE;
 	}
 	s3l_bad_request(req, 405, "MethodNotAllowed", "the method is not allowed on this resource");
 	return -1;
@@ -561,6 +628,8 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	op = pick_op(req, method, blen > 0, slash && slash[1], &q);
 	if (op < 0)
 		goto out;
+	if (proxy_req_header(req, "x-amz-copy-source") && (op == OP_PUT || op == OP_MPU_PART))
+		op = op == OP_PUT ? OP_COPY : OP_MPU_PART_COPY;
 	c = call_new(s, req, (enum s3l_op)op);
 	if (!c) {
 		s3l_bad_request(req, 503, "SlowDown", "out of memory");
@@ -581,19 +650,25 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 			s3l_bad_request(req, 400, "KeyTooLongError", "your key is too long (at most 1024 bytes)");
 			goto fail;
 		}
-		if (op == OP_PUT && !s3l_utf8_valid((const unsigned char *)c->key, klen)) {
+		if ((op == OP_PUT || op == OP_COPY || op == OP_MPU_CREATE) &&
+		    !s3l_utf8_valid((const unsigned char *)c->key, klen)) {
 			s3l_bad_request(req, 400, "InvalidArgument", "object keys must be UTF-8");
 			goto fail;
 		}
 	}
-	if (op == OP_LIST_V1 || op == OP_LIST_V2) {
+	if (op == OP_LIST_V1 || op == OP_LIST_V2 || op == OP_LIST_VERSIONS) {
 		if (s3l_take_list_params(c, &q) < 0)
+			goto fail;
+	} else if (op == OP_MPU_LIST_UPLOADS) {
+		if (s3l_take_mpu_params(c, &q) < 0)
 			goto fail;
 	} else if (c->key && s3l_take_object_headers(c, &q) < 0) {
 		goto fail;
 	}
+	if (op >= OP_MPU_PART && op <= OP_MPU_LIST_PARTS && s3l_take_mpu_params(c, &q) < 0)
+		goto fail;
 	clen = proxy_req_content_length(req);
-	if (op == OP_PUT) {
+	if (op == OP_PUT || op == OP_MPU_PART) {
 		int64_t want = c->decoded_length >= 0 ? c->decoded_length : clen;
 
 		if (want > (int64_t)s->max_object) {
@@ -619,6 +694,9 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	} else if (op == OP_CREATE_BUCKET) {
 		c->keep_body = 1; /* CreateBucketConfiguration: read, then ignored */
 		c->body_max = S3L_CONFIG_MAX;
+	} else if (op == OP_MPU_COMPLETE) {
+		c->keep_body = 1;
+		c->body_max = S3L_COMPLETE_MAX;
 	}
 	/* Every request is consumed, with or without a body: the req then
 	 * stays valid until the job's reply, even if the client leaves. c is

@@ -21,17 +21,33 @@
  *                                  If-None-Match / If-Modified-Since (304),
  *                                  response-content-type & co.
  *   DELETE /b/k                    DeleteObject (If-Match honoured), 204
- * Everything else S3 has (multipart, CopyObject, tagging, ACLs, versioning,
- * multi-object delete, bucket configuration) answers 501 NotImplemented with
- * an S3 XML error that says so: put fencegate --upstream in front of a real
- * S3 for those. Requests are not authenticated here (the embedded default
- * listens on loopback); /_fence/... is never handled (PROXY_PASS).
+ *   PUT /b/k + x-amz-copy-source   CopyObject (x-amz-metadata-directive COPY
+ *                                  or REPLACE, x-amz-copy-source-if-(none-)match)
+ *   POST /b/k?uploads, PUT /b/k?partNumber&uploadId (+ x-amz-copy-source and
+ *   -range: UploadPartCopy), POST /b/k?uploadId, DELETE /b/k?uploadId,
+ *   GET /b/k?uploadId, GET /b?uploads
+ *                                  multipart uploads (s3local_mpu.c): parts
+ *                                  on disk, S3's part rules and
+ *                                  "md5-of-md5s-N" ETag
+ *   GET /b?versions                ListObjectVersions (unversioned: VersionId
+ *                                  "null"); GET /b?acl, GET /b/k?acl: the one
+ *                                  owner with FULL_CONTROL
+ * Everything else S3 has (tagging, ACL changes, versioning, multi-object
+ * delete without the fencing handler, bucket configuration) answers 501
+ * NotImplemented with an S3 XML error that says so: put fencegate
+ * --upstream in front of a real S3 for those. Requests are not
+ * authenticated here (the embedded default listens on loopback);
+ * /_fence/... is never handled (PROXY_PASS).
  *
- * Limits: object bodies are buffered in memory, up to max_object_bytes
- * (default 64 MiB; a larger PUT answers 413 EntityTooLarge), both on PUT and
- * on GET; only Content-Type and x-amz-meta-* (at most 16 pairs, 2 KiB) are
- * kept, not Content-Encoding, Cache-Control and the like. ETags are the MD5
- * of the content, as S3 gives for single-part uploads.
+ * Limits: object and part bodies are buffered in memory, up to
+ * max_object_bytes (default 64 MiB; a larger PUT answers 413
+ * EntityTooLarge), both on PUT and on GET; a completed multipart object is
+ * written from its part files and may be larger (up to 10000 parts), but
+ * GET serves at most max_object_bytes. Kept with an object: Content-Type,
+ * Cache-Control, Content-Disposition, Content-Encoding (without
+ * aws-chunked), Content-Language, Expires and x-amz-meta-* (at most 16
+ * pairs, 2 KiB). ETags are the MD5 of the content, as S3 gives for
+ * single-part uploads.
  *
  * Threading: every disk access (store calls fsync) runs on the jobs pool;
  * each worker thread keeps its own struct store per bucket (a store is not
@@ -62,9 +78,20 @@
  *       4. A 412 (or a vanished object) from the store means another writer
  *          raced in between: go back to 1, at most 5 times in all, then 503
  *          SlowDown.
- *     An object whose fencing-epoch metadata is missing or not a number
- *     counts as epoch 0. Without these headers, writes are plain S3 writes
- *     with the client's conditions only.
+ *     Step 3 conditions on the ETag and on the stored fencing-epoch of
+ *     that version (store_put_opts.if_meta): the same bytes rewritten under
+ *     a newer epoch keep their ETag, never their epoch. An object whose
+ *     fencing-epoch metadata is missing or not a number counts as epoch 0.
+ *     Without these headers, writes are plain S3 writes with the client's
+ *     conditions only.
+ *   - CopyObject is a PUT (the fencing handler stamps it). Multipart: the
+ *     fencing handler stamps CreateMultipartUpload, whose stamp the upload
+ *     keeps; CompleteMultipartUpload carries X-Fencing-Epoch-Current: C.
+ *     An upload created under epoch E < C is refused (409
+ *     FencingTokenStale, X-Fencing-Epoch: C), and otherwise completes with
+ *     the compare-and-swap above under epoch E, the object stamped with
+ *     the create's metadata. Parts are checked by the fencing handler only
+ *     (a part never shows until completion).
  *
  * Lifetime: requests are consumed (proxy_req_consume) and answered from the
  * jobs' done callbacks on the loop. At shutdown call jobs_free() before

@@ -75,6 +75,11 @@ static struct store *open_bucket_store(const struct s3local *s, const char *buck
  * (NoSuchBucket or an error). Call with s->buckets held. */
 struct store *s3l_bucket_store(struct s3l_call *c, int *owned)
 {
+	return s3l_named_store(c, c->bucket, owned);
+}
+
+struct store *s3l_named_store(struct s3l_call *c, const char *bucket, int *owned)
+{
 	struct s3local *s = c->s;
 	struct worker_cache *wc;
 	struct cached_store *slot = NULL, *victim = NULL;
@@ -83,16 +88,16 @@ struct store *s3l_bucket_store(struct s3l_call *c, int *owned)
 	int idx = jobs_worker_index(), i;
 
 	*owned = 0;
-	bucket_path(s, c->bucket, path, sizeof(path));
-	if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-		s3l_call_fail(c, 404, "NoSuchBucket", "the bucket \"%s\" does not exist", c->bucket);
+	bucket_path(s, bucket, path, sizeof(path));
+	if (lstat(path, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+		s3l_call_fail(c, 404, "NoSuchBucket", "the bucket \"%s\" does not exist", bucket);
 		return NULL;
 	}
 	if (idx < 0 || idx >= S3L_WORKERS_MAX) {
-		struct store *st = open_bucket_store(s, c->bucket, err, sizeof(err));
+		struct store *st = open_bucket_store(s, bucket, err, sizeof(err));
 
 		if (!st) {
-			s3l_call_fail(c, 500, "InternalError", "cannot open bucket \"%s\": %s", c->bucket, err);
+			s3l_call_fail(c, 500, "InternalError", "cannot open bucket \"%s\": %s", bucket, err);
 			return NULL;
 		}
 		*owned = 1;
@@ -103,7 +108,7 @@ struct store *s3l_bucket_store(struct s3l_call *c, int *owned)
 	for (i = 0; i < S3L_CACHE_SLOTS; i++) {
 		struct cached_store *cs = &wc->slot[i];
 
-		if (cs->st && strcmp(cs->bucket, c->bucket) == 0) {
+		if (cs->st && strcmp(cs->bucket, bucket) == 0) {
 			slot = cs;
 			break;
 		}
@@ -120,12 +125,12 @@ struct store *s3l_bucket_store(struct s3l_call *c, int *owned)
 		slot->st = NULL;
 	}
 	if (!slot->st) {
-		slot->st = open_bucket_store(s, c->bucket, err, sizeof(err));
+		slot->st = open_bucket_store(s, bucket, err, sizeof(err));
 		if (!slot->st) {
-			s3l_call_fail(c, 500, "InternalError", "cannot open bucket \"%s\": %s", c->bucket, err);
+			s3l_call_fail(c, 500, "InternalError", "cannot open bucket \"%s\": %s", bucket, err);
 			return NULL;
 		}
-		snprintf(slot->bucket, sizeof(slot->bucket), "%s", c->bucket);
+		snprintf(slot->bucket, sizeof(slot->bucket), "%s", bucket);
 		slot->dev = sb.st_dev;
 		slot->ino = sb.st_ino;
 	}

@@ -26,6 +26,10 @@
 #define S3L_KEY_MAX       1024
 #define S3L_META_BYTES    2048      /* S3's limit on user metadata */
 #define S3L_CONFIG_MAX    (64 * 1024) /* CreateBucketConfiguration body */
+#define S3L_COMPLETE_MAX  (2 * 1024 * 1024) /* CompleteMultipartUpload body */
+#define S3L_PARTS_MAX     10000
+#define S3L_PART_MIN      (5 * 1024 * 1024) /* every part but the last, as S3 */
+#define S3L_OWNER         "<Owner><ID>fencegate</ID><DisplayName>fencegate</DisplayName></Owner>"
 #define S3L_LIST_PAGE     1000
 #define S3L_LIST_PAGES    100000    /* store pages per listing request, a guard */
 #define S3L_XMLNS         "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -70,6 +74,17 @@ enum s3l_op {
 	OP_GET,
 	OP_HEAD,
 	OP_DELETE,
+	OP_COPY,
+	OP_MPU_CREATE,
+	OP_MPU_PART,
+	OP_MPU_PART_COPY,
+	OP_MPU_COMPLETE,
+	OP_MPU_ABORT,
+	OP_MPU_LIST_PARTS,
+	OP_MPU_LIST_UPLOADS,
+	OP_LIST_VERSIONS,
+	OP_GET_ACL,
+	OP_GET_BUCKET_ACL,
 };
 
 /* One request. Made on the loop, filled with copies of everything the job
@@ -92,6 +107,7 @@ struct s3l_call {
 
 	/* request headers */
 	char *content_type;
+	char *headers[STORE_HDR_COUNT]; /* Cache-Control & co. to store */
 	struct store_meta meta[STORE_META_MAX];
 	size_t nmeta;
 	char *if_match, *if_none_match;
@@ -101,6 +117,16 @@ struct s3l_call {
 	int has_epoch;
 	uint64_t epoch;
 	uint64_t lock_epoch;        /* X-Fencing-Epoch-Current: the lock's, 0 none */
+
+	/* multipart uploads and copies */
+	char *upload_id;
+	int part_number;            /* 1..10000; 0 none */
+	char *copy_source;          /* x-amz-copy-source as sent */
+	char *copy_range;           /* x-amz-copy-source-range */
+	int replace_metadata;       /* x-amz-metadata-directive: REPLACE */
+	char *copy_if_match, *copy_if_none_match;
+	int fetch_owner;            /* ListObjectsV2 fetch-owner=true */
+	char *key_marker, *upload_id_marker, *version_id_marker;
 
 	/* listing parameters (decoded) */
 	char *prefix, *delimiter, *start_after, *token, *marker;
@@ -158,6 +184,8 @@ int s3l_bucket_name_valid(const char *b, size_t n);
  * = 1 when the caller must pass it to s3l_release_store() to close it.
  * NULL with c failed (NoSuchBucket or an error). */
 struct store *s3l_bucket_store(struct s3l_call *c, int *owned);
+/* The same for another bucket (a copy's source). */
+struct store *s3l_named_store(struct s3l_call *c, const char *bucket, int *owned);
 void s3l_release_store(struct store *st, int owned);
 /* Fails c with the S3 error for a failed store answer. */
 void s3l_fail_from_store(struct s3l_call *c, const struct store_result *res);
@@ -168,15 +196,90 @@ void s3l_run_location(struct s3l_call *c);
 
 /* ---- s3local_list.c: listings ------------------------------------------ */
 
+struct evbuffer;
+/* Appends <name>value</name>, value XML-escaped (percent-encoded first
+ * with url, as encoding-type=url asks). */
+void s3l_xml_elem(struct evbuffer *b, const char *name, const char *value, int url);
+/* Unix seconds as S3's "2006-02-03T16:45:09.000Z". */
+void s3l_iso8601(int64_t t, char *buf, size_t len);
+/* The evbuffer's bytes as c's XML answer (status 200). Returns 0, or -1
+ * with c failed (out of memory). */
+int s3l_take_xml(struct s3l_call *c, struct evbuffer *b);
+
 void s3l_run_list_buckets(struct s3l_call *c);
-/* ListObjects V1 or V2 (c->op). */
+/* ListObjects V1 or V2, or ListObjectVersions (c->op). */
 void s3l_run_list(struct s3l_call *c);
 /* Listing parameters from q into c. Returns 0, or -1 after replying. */
 int s3l_take_list_params(struct s3l_call *c, const struct s3l_query *q);
 
+/* ---- s3local_mpu.c: multipart uploads ------------------------------------ */
+
+#define S3L_UPLOAD_ID_LEN 32        /* hex */
+
+/* One part as found on disk. */
+struct s3l_part {
+	int number;
+	char md5[33];               /* hex */
+	int64_t size;
+	int64_t mtime;
+};
+
+/* An open upload: its directory, its lock (held or not), upload.json. */
+struct s3l_upload {
+	int dir_fd;
+	int lock_fd;
+	struct cJSON *json;
+};
+
+/* BUCKET/.fencegate/uploads, opened (made when create); -1 with c failed
+ * (or, without create, simply absent). */
+int s3l_uploads_dir(struct s3l_call *c, int create);
+/* Opens c->upload_id of c->key, with lock taking its lock. 0, or -1 with c
+ * failed (404 NoSuchUpload). Close with s3l_upload_close. */
+int s3l_upload_open(struct s3l_call *c, struct s3l_upload *u, int lock);
+void s3l_upload_close(struct s3l_upload *u);
+/* The upload's parts, sorted by number (*out the caller's). 0 or -1. */
+int s3l_read_parts(int dir_fd, struct s3l_part **out, size_t *nout);
+/* Removes upload id (a directory of ufd) and its files. */
+void s3l_remove_upload(int ufd, const char *id);
+
+void s3l_run_mpu_create(struct s3l_call *c);
+/* UploadPart and UploadPartCopy (c->op). */
+void s3l_run_mpu_part(struct s3l_call *c);
+void s3l_run_mpu_abort(struct s3l_call *c);
+void s3l_run_mpu_list_parts(struct s3l_call *c);
+void s3l_run_mpu_list_uploads(struct s3l_call *c);
+/* Multipart parameters (uploadId, partNumber, markers) from q into c.
+ * Returns 0, or -1 after replying. */
+int s3l_take_mpu_params(struct s3l_call *c, const struct s3l_query *q);
+
+/* ---- s3local_mpu_complete.c ---------------------------------------------- */
+
+void s3l_run_mpu_complete(struct s3l_call *c);
+
+/* ---- s3local_copy.c: copies, versions, ACLs ------------------------------ */
+
+/* Reads the object x-amz-copy-source names into res (its bytes, headers
+ * and metadata), with the bucket lock held. Returns 0, or -1 with c
+ * failed. */
+int s3l_read_copy_source(struct s3l_call *c, struct store_result *res);
+void s3l_run_copy(struct s3l_call *c);
+/* GetObjectAcl, GetBucketAcl (c->op): the owner has FULL_CONTROL. */
+void s3l_run_get_acl(struct s3l_call *c);
+
 /* ---- s3local_object.c: objects ------------------------------------------ */
 
 void s3l_run_put(struct s3l_call *c);
+/* The request body made ready to store: aws-chunked framing removed, size
+ * and Content-MD5 checked. Returns 0, or -1 with c failed. */
+int s3l_prepare_body(struct s3l_call *c);
+/* The write's content type, headers and metadata from c into opts. */
+void s3l_object_opts(const struct s3l_call *c, struct store_put_opts *opts);
+/* Writes c->key in st with opts and the body (or opts' files): the
+ * client's conditions, and with c->has_epoch the fencing compare-and-swap
+ * (s3local.h), on exactly the version it read. c gets the outcome. */
+void s3l_put_object(struct s3l_call *c, struct store *st, struct store_put_opts *opts,
+		    const void *body, size_t len);
 void s3l_run_delete(struct s3l_call *c);
 /* GetObject or HeadObject (c->op). */
 void s3l_run_get_or_head(struct s3l_call *c);

@@ -74,7 +74,7 @@ static void url_text(struct evbuffer *b, const char *s)
 }
 
 /* <name>value</name>, value escaped, url-encoded first when asked. */
-static void xml_elem(struct evbuffer *b, const char *name, const char *value, int url)
+void s3l_xml_elem(struct evbuffer *b, const char *name, const char *value, int url)
 {
 	evbuffer_add_printf(b, "<%s>", name);
 	if (url) {
@@ -92,7 +92,21 @@ static void xml_elem(struct evbuffer *b, const char *name, const char *value, in
 	evbuffer_add_printf(b, "</%s>", name);
 }
 
-static void iso8601(int64_t t, char *buf, size_t len)
+int s3l_take_xml(struct s3l_call *c, struct evbuffer *b)
+{
+	c->xml_len = evbuffer_get_length(b);
+	c->xml = malloc(c->xml_len + 1);
+	if (!c->xml) {
+		s3l_call_fail(c, 503, "SlowDown", "out of memory");
+		return -1;
+	}
+	evbuffer_remove(b, c->xml, c->xml_len);
+	c->xml[c->xml_len] = '\0';
+	c->status = 200;
+	return 0;
+}
+
+void s3l_iso8601(int64_t t, char *buf, size_t len)
 {
 	struct tm tm;
 	time_t tt = (time_t)t;
@@ -167,9 +181,9 @@ void s3l_run_list_buckets(struct s3l_call *c)
 
 		if (fstatat(data_fd, names[i], &sb, 0) < 0 || !S_ISDIR(sb.st_mode))
 			continue;
-		iso8601(bucket_created(data_fd, names[i], &sb), when, sizeof(when));
+		s3l_iso8601(bucket_created(data_fd, names[i], &sb), when, sizeof(when));
 		evbuffer_add_printf(b, "<Bucket>");
-		xml_elem(b, "Name", names[i], 0);
+		s3l_xml_elem(b, "Name", names[i], 0);
 		evbuffer_add_printf(b, "<CreationDate>%s</CreationDate></Bucket>", when);
 	}
 	evbuffer_add_printf(b, "</Buckets></ListAllMyBucketsResult>");
@@ -252,6 +266,8 @@ void s3l_run_list(struct s3l_call *c)
 	size_t plen = strlen(prefix), n = 0, i, pages = 0;
 	char *after = NULL, *start = NULL, *last_cp = NULL, *next = NULL, when[40];
 	const char *marker = c->op == OP_LIST_V2 ? c->start_after : c->marker;
+	int versions = c->op == OP_LIST_VERSIONS;
+	int owner = c->op != OP_LIST_V2 || c->fetch_owner;
 	int truncated = 0, owned = 0, done = 0, url = c->url_encoding;
 	struct store *st = NULL;
 
@@ -354,21 +370,25 @@ void s3l_run_list(struct s3l_call *c)
 			goto nomem;
 	}
 
-	evbuffer_add_printf(b, S3L_XML_DECL "<ListBucketResult xmlns=\"" S3L_XMLNS "\">");
-	xml_elem(b, "Name", c->bucket, 0);
-	xml_elem(b, "Prefix", prefix, url);
+	evbuffer_add_printf(b, S3L_XML_DECL "<%s xmlns=\"" S3L_XMLNS "\">",
+			    versions ? "ListVersionsResult" : "ListBucketResult");
+	s3l_xml_elem(b, "Name", c->bucket, 0);
+	s3l_xml_elem(b, "Prefix", prefix, url);
 	if (c->op == OP_LIST_V2) {
 		if (c->start_after)
-			xml_elem(b, "StartAfter", c->start_after, url);
+			s3l_xml_elem(b, "StartAfter", c->start_after, url);
 		if (c->token)
-			xml_elem(b, "ContinuationToken", c->token, 0);
+			s3l_xml_elem(b, "ContinuationToken", c->token, 0);
 		evbuffer_add_printf(b, "<KeyCount>%zu</KeyCount>", n);
+	} else if (versions) {
+		s3l_xml_elem(b, "KeyMarker", c->marker ? c->marker : "", url);
+		s3l_xml_elem(b, "VersionIdMarker", c->version_id_marker ? c->version_id_marker : "", 0);
 	} else {
-		xml_elem(b, "Marker", c->marker ? c->marker : "", url);
+		s3l_xml_elem(b, "Marker", c->marker ? c->marker : "", url);
 	}
 	evbuffer_add_printf(b, "<MaxKeys>%d</MaxKeys>", c->max_keys);
 	if (delim)
-		xml_elem(b, "Delimiter", delim, url);
+		s3l_xml_elem(b, "Delimiter", delim, url);
 	if (url)
 		evbuffer_add_printf(b, "<EncodingType>url</EncodingType>");
 	evbuffer_add_printf(b, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
@@ -377,37 +397,37 @@ void s3l_run_list(struct s3l_call *c)
 			next = token_encode(items[n - 1].name);
 			if (!next)
 				goto nomem;
-			xml_elem(b, "NextContinuationToken", next, 0);
+			s3l_xml_elem(b, "NextContinuationToken", next, 0);
+		} else if (versions) {
+			s3l_xml_elem(b, "NextKeyMarker", items[n - 1].name, url);
+			s3l_xml_elem(b, "NextVersionIdMarker", "null", 0);
 		} else if (delim) {
-			xml_elem(b, "NextMarker", items[n - 1].name, url);
+			s3l_xml_elem(b, "NextMarker", items[n - 1].name, url);
 		}
 	}
 	for (i = 0; i < n; i++) {
 		if (items[i].is_prefix)
 			continue;
-		evbuffer_add_printf(b, "<Contents>");
-		xml_elem(b, "Key", items[i].name, url);
-		iso8601(items[i].last_modified, when, sizeof(when));
+		evbuffer_add_printf(b, versions ? "<Version>" : "<Contents>");
+		s3l_xml_elem(b, "Key", items[i].name, url);
+		if (versions)
+			evbuffer_add_printf(b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
+		s3l_iso8601(items[i].last_modified, when, sizeof(when));
 		evbuffer_add_printf(b, "<LastModified>%s</LastModified>", when);
-		xml_elem(b, "ETag", items[i].etag, 0);
-		evbuffer_add_printf(b, "<Size>%" PRId64 "</Size><StorageClass>STANDARD</StorageClass>"
-				    "</Contents>", items[i].size);
+		s3l_xml_elem(b, "ETag", items[i].etag, 0);
+		evbuffer_add_printf(b, "<Size>%" PRId64 "</Size>%s<StorageClass>STANDARD</StorageClass>"
+				    "</%s>", items[i].size, owner ? S3L_OWNER : "",
+				    versions ? "Version" : "Contents");
 	}
 	for (i = 0; i < n; i++) {
 		if (!items[i].is_prefix)
 			continue;
 		evbuffer_add_printf(b, "<CommonPrefixes>");
-		xml_elem(b, "Prefix", items[i].name, url);
+		s3l_xml_elem(b, "Prefix", items[i].name, url);
 		evbuffer_add_printf(b, "</CommonPrefixes>");
 	}
-	evbuffer_add_printf(b, "</ListBucketResult>");
-	c->xml_len = evbuffer_get_length(b);
-	c->xml = malloc(c->xml_len + 1);
-	if (!c->xml)
-		goto nomem;
-	evbuffer_remove(b, c->xml, c->xml_len);
-	c->xml[c->xml_len] = '\0';
-	c->status = 200;
+	evbuffer_add_printf(b, versions ? "</ListVersionsResult>" : "</ListBucketResult>");
+	s3l_take_xml(c, b);
 	goto out;
 nomem:
 	s3l_call_fail(c, 503, "SlowDown", "out of memory listing \"%s\"", c->bucket);
@@ -449,9 +469,14 @@ int s3l_take_list_params(struct s3l_call *c, const struct s3l_query *q)
 	v = s3l_query_get(q, "continuation-token", NULL);
 	if (c->op == OP_LIST_V2 && v && !(c->token = strdup(v)))
 		goto nomem;
-	v = s3l_query_get(q, "marker", NULL);
-	if (c->op == OP_LIST_V1 && v && !(c->marker = strdup(v)))
+	v = s3l_query_get(q, c->op == OP_LIST_VERSIONS ? "key-marker" : "marker", NULL);
+	if (c->op != OP_LIST_V2 && v && !(c->marker = strdup(v)))
 		goto nomem;
+	v = s3l_query_get(q, "version-id-marker", NULL);
+	if (c->op == OP_LIST_VERSIONS && v && !(c->version_id_marker = strdup(v)))
+		goto nomem;
+	v = s3l_query_get(q, "fetch-owner", NULL);
+	c->fetch_owner = v && strcmp(v, "true") == 0;
 	c->max_keys = 1000;
 	v = s3l_query_get(q, "max-keys", NULL);
 	if (v) {

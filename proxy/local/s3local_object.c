@@ -3,10 +3,12 @@
  * client's conditions, ranges, Content-MD5, aws-chunked framing, and the
  * fencing contract's object-level compare-and-swap of s3local.h), and the
  * object headers of the reply. It keeps whole bodies in memory and does not
- * check aws-chunked signatures (nothing here authenticates); multipart,
- * copy and tagging are refused before a job runs. */
+ * check aws-chunked signatures (nothing here authenticates); multipart
+ * uploads and copies are s3local_mpu.c and s3local_copy.c, which write
+ * through s3l_put_object here. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,44 +218,41 @@ static int client_write_conditions(struct s3l_call *c, int exists, const struct 
 	return 0;
 }
 
-void s3l_run_put(struct s3l_call *c)
+int s3l_prepare_body(struct s3l_call *c)
 {
-	struct store_put_opts opts = { 0 };
-	struct store_result cur = STORE_RESULT_INIT;
-	struct store *st = NULL;
-	char etag[STORE_ETAG_MAX], seen_epoch[S3L_META_BYTES + 1];
-	int owned = 0, attempt;
-	enum store_code code;
-
 	if (c->aws_chunked && aws_chunked_decode(c) < 0)
-		return;
+		return -1;
 	if (c->body_len > c->s->max_object) {
 		s3l_call_fail(c, 413, "EntityTooLarge",
 			      "the embedded store takes objects up to %zu bytes", c->s->max_object);
-		return;
+		return -1;
 	}
 	if (c->content_md5 && check_content_md5(c) < 0)
-		return;
-	opts.content_type = c->content_type;
-	opts.meta = c->meta;
-	opts.nmeta = c->nmeta;
-	pthread_rwlock_rdlock(&c->s->buckets);
-	st = s3l_bucket_store(c, &owned);
-	if (!st)
-		goto out;
+		return -1;
+	return 0;
+}
+
+void s3l_put_object(struct s3l_call *c, struct store *st, struct store_put_opts *opts,
+		    const void *body, size_t len)
+{
+	struct store_result cur = STORE_RESULT_INIT;
+	char etag[STORE_ETAG_MAX], seen_epoch[S3L_META_BYTES + 1];
+	int attempt;
+	enum store_code code;
+
 	if (!c->has_epoch) {
 		if (c->if_none_match) {
-			opts.cond = STORE_COND_IF_NONE_MATCH_ANY;
+			opts->cond = STORE_COND_IF_NONE_MATCH_ANY;
 		} else if (c->if_match) {
-			opts.cond = STORE_COND_IF_MATCH;
-			opts.etag = c->if_match;
+			opts->cond = STORE_COND_IF_MATCH;
+			opts->etag = c->if_match;
 		}
-		code = store_put(st, c->key, c->body, c->body_len, &opts, &c->res);
+		code = store_put(st, c->key, body, len, opts, &c->res);
 		if (code != STORE_OK)
 			s3l_fail_from_store(c, &c->res);
 		else
 			c->status = 200;
-		goto out;
+		return;
 	}
 	/* the object-level compare-and-swap of the fencing contract */
 	for (attempt = 0; attempt < S3LOCAL_CAS_ATTEMPTS; attempt++) {
@@ -281,16 +280,16 @@ void s3l_run_put(struct s3l_call *c)
 		if (exists) {
 			snprintf(etag, sizeof(etag), "%s", cur.etag);
 			snprintf(seen_epoch, sizeof(seen_epoch), "%s", stored_epoch(&cur));
-			opts.cond = STORE_COND_IF_MATCH;
-			opts.etag = etag;
-			opts.if_meta.name = S3LOCAL_EPOCH_META;
-			opts.if_meta.value = seen_epoch;
+			opts->cond = STORE_COND_IF_MATCH;
+			opts->etag = etag;
+			opts->if_meta.name = S3LOCAL_EPOCH_META;
+			opts->if_meta.value = seen_epoch;
 		} else {
-			opts.cond = STORE_COND_IF_NONE_MATCH_ANY;
-			opts.etag = NULL;
-			opts.if_meta.name = NULL;
+			opts->cond = STORE_COND_IF_NONE_MATCH_ANY;
+			opts->etag = NULL;
+			opts->if_meta.name = NULL;
 		}
-		code = store_put(st, c->key, c->body, c->body_len, &opts, &c->res);
+		code = store_put(st, c->key, body, len, opts, &c->res);
 		if (code == STORE_OK) {
 			c->status = 200;
 			goto out;
@@ -304,10 +303,33 @@ void s3l_run_put(struct s3l_call *c)
 	s3l_call_fail(c, 503, "SlowDown",
 		      "the key \"%s\" kept changing under concurrent writers; retry", c->key);
 out:
+	store_result_clear(&cur);
+}
+
+void s3l_run_put(struct s3l_call *c)
+{
+	struct store_put_opts opts = { 0 };
+	struct store *st = NULL;
+	int owned = 0;
+
+	if (s3l_prepare_body(c) < 0)
+		return;
+	s3l_object_opts(c, &opts);
+	pthread_rwlock_rdlock(&c->s->buckets);
+	st = s3l_bucket_store(c, &owned);
+	if (st)
+		s3l_put_object(c, st, &opts, c->body, c->body_len);
 	pthread_rwlock_unlock(&c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
-	store_result_clear(&cur);
+}
+
+void s3l_object_opts(const struct s3l_call *c, struct store_put_opts *opts)
+{
+	opts->content_type = c->content_type;
+	opts->meta = c->meta;
+	opts->nmeta = c->nmeta;
+	opts->headers = (const char *const *)c->headers;
 }
 
 void s3l_run_delete(struct s3l_call *c)
@@ -541,6 +563,9 @@ void s3l_object_headers(struct s3l_call *c, struct front_hdrs *h)
 		snprintf(name, sizeof(name), "x-amz-meta-%s", mname);
 		front_hdrs_add(h, name, c->res.meta[i].value);
 	}
+	for (i = 0; i < STORE_HDR_COUNT; i++)
+		if (c->res.headers[i])
+			front_hdrs_add(h, store_hdr_names[i], c->res.headers[i]);
 	for (i = 0; i < c->noverrides; i++)
 		front_hdrs_set(h, c->overrides[i].name, c->overrides[i].value);
 }
@@ -577,6 +602,60 @@ static int take_metadata(struct s3l_call *c)
 			s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* The representation headers an object keeps (store_hdr_names) into c;
+ * Content-Encoding without its aws-chunked framing. Returns 0 or -1 after
+ * replying. */
+static int take_stored_headers(struct s3l_call *c)
+{
+	size_t i, total = 0;
+
+	for (i = 0; i < STORE_HDR_COUNT; i++) {
+		const char *v = proxy_req_header(c->req, store_hdr_names[i]);
+		char *val;
+
+		if (!v || !*v)
+			continue;
+		total += strlen(v);
+		if (total > S3L_META_BYTES) {
+			s3l_bad_request(c->req, 400, "MetadataTooLarge",
+					"your representation headers exceed what the embedded store keeps (2 KiB)");
+			return -1;
+		}
+		val = strdup(v);
+		if (!val) {
+			s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
+			return -1;
+		}
+		if (i == STORE_HDR_CONTENT_ENCODING) {
+			/* "aws-chunked" is framing, not the object's encoding */
+			char *out = val, *tok, *save = NULL, *copy = strdup(v);
+
+			if (!copy) {
+				free(val);
+				s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
+				return -1;
+			}
+			*out = '\0';
+			for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				while (*tok == ' ' || *tok == '\t')
+					tok++;
+				if (!*tok || strncasecmp(tok, "aws-chunked", 11) == 0)
+					continue;
+				if (*val)
+					strcat(out, ",");
+				strcat(out, tok);
+			}
+			free(copy);
+			if (!*val) {
+				free(val);
+				continue;
+			}
+		}
+		c->headers[i] = val;
 	}
 	return 0;
 }
@@ -628,12 +707,16 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		}
 		return 0;
 	}
+	if (c->op == OP_GET_ACL || c->op == OP_MPU_LIST_PARTS)
+		return 0;
 	v = proxy_req_header(req, S3LOCAL_EPOCH_CURRENT_HEADER);
 	if (v && parse_u64(v, &c->lock_epoch) < 0) {
 		s3l_bad_request(req, 400, "InvalidArgument",
 				S3LOCAL_EPOCH_CURRENT_HEADER " must be an epoch (1-19 digits)");
 		return -1;
 	}
+	if (c->op == OP_MPU_ABORT)
+		return 0;
 	if (c->op == OP_DELETE) {
 		v = proxy_req_header(req, S3LOCAL_EPOCH_CHECK_HEADER);
 		if (v) {
@@ -680,6 +763,8 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		goto nomem;
 	v = proxy_req_header(req, "Content-Encoding");
 	c->aws_chunked = v && front_list_has(v, "aws-chunked");
+	if (take_stored_headers(c) < 0)
+		return -1;
 	v = proxy_req_header(req, "x-amz-content-sha256");
 	if (v && strncmp(v, "STREAMING-", 10) == 0)
 		c->aws_chunked = 1;
@@ -694,9 +779,29 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		}
 		c->decoded_length = (int64_t)dl;
 	}
-	if (proxy_req_header(req, "x-amz-copy-source")) {
-		s3l_not_implemented(req, "CopyObject");
-		return -1;
+	if (c->op == OP_COPY || c->op == OP_MPU_PART_COPY) {
+		static const struct { const char *name; size_t off; } copy_hdrs[] = {
+			{ "x-amz-copy-source", offsetof(struct s3l_call, copy_source) },
+			{ "x-amz-copy-source-range", offsetof(struct s3l_call, copy_range) },
+			{ "x-amz-copy-source-if-match", offsetof(struct s3l_call, copy_if_match) },
+			{ "x-amz-copy-source-if-none-match", offsetof(struct s3l_call, copy_if_none_match) },
+		};
+		size_t i;
+
+		for (i = 0; i < sizeof(copy_hdrs) / sizeof(copy_hdrs[0]); i++) {
+			char **dst = (char **)((char *)c + copy_hdrs[i].off);
+
+			v = proxy_req_header(req, copy_hdrs[i].name);
+			if (v && !(*dst = strdup(v)))
+				goto nomem;
+		}
+		v = proxy_req_header(req, "x-amz-metadata-directive");
+		if (v && strcasecmp(v, "REPLACE") != 0 && strcasecmp(v, "COPY") != 0) {
+			s3l_bad_request(req, 400, "InvalidArgument",
+					"x-amz-metadata-directive must be COPY or REPLACE");
+			return -1;
+		}
+		c->replace_metadata = v && strcasecmp(v, "REPLACE") == 0;
 	}
 	if (proxy_req_header(req, "x-amz-tagging")) {
 		s3l_not_implemented(req, "tagging (x-amz-tagging)");

@@ -352,6 +352,42 @@ static void test_s3_refuses_meta_condition(void **state)
 	store_close(st);
 }
 
+/* A body from file ranges (a multipart completion) with its own ETag. */
+static void test_put_from_files(void **state)
+{
+	struct fixture *f = *state;
+	char path[256];
+	FILE *fp;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.parts", f->dir);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("0123456789", fp);
+	fclose(fp);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	{
+		struct store_file_range r[] = { { fd, 0, 3 }, { fd, 7, 3 } };
+		struct store_put_opts opts = { .files = r, .nfiles = 2, .object_etag = "\"abc-2\"" };
+		struct store_put_opts bad = { .files = r, .nfiles = 2 };
+		struct store_file_range past[] = { { fd, 8, 5 } };
+		struct store_put_opts short_opts = { .files = past, .nfiles = 1 };
+
+		assert_int_equal(store_put(f->st, "mpu", NULL, 0, &opts, &f->res), STORE_OK);
+		assert_string_equal(f->res.etag, "\"abc-2\"");
+		assert_int_equal(store_get(f->st, "mpu", &f->res), STORE_OK);
+		assert_string_equal(f->res.body, "012789");
+		assert_string_equal(f->res.etag, "\"abc-2\"");
+		assert_int_equal(store_put(f->st, "mpu", "x", 1, &bad, &f->res), STORE_ERR_INVALID);
+		assert_int_equal(store_put(f->st, "mpu", NULL, 0, &short_opts, &f->res), STORE_ERR_IO);
+		assert_int_equal(store_get(f->st, "mpu", &f->res), STORE_OK);
+		assert_string_equal(f->res.body, "012789");
+	}
+	close(fd);
+	unlink(path);
+}
+
 static void test_metadata_round_trip(void **state)
 {
 	struct fixture *f = *state;
@@ -1119,6 +1155,7 @@ int main(void)
 		cmocka_unit_test(test_s3_refuses_meta_condition),
 		cmocka_unit_test_setup_teardown(test_crash_during_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_during_move, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_from_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_clock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_counted, setup, teardown),

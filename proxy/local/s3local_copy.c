@@ -1,0 +1,189 @@
+/* s3local_copy.c — the embedded S3 server's copies and the read-only
+ * answers S3 tools expect of any bucket: CopyObject (both metadata
+ * directives; the copy carries the writer's fencing stamp and goes through
+ * the same compare-and-swap as a PUT), the source of UploadPartCopy, and
+ * GetObjectAcl / GetBucketAcl (the one owner has FULL_CONTROL). Buckets are
+ * unversioned: ListObjectVersions is a listing (s3local_list.c). It does
+ * not parse requests (s3local.c) and never changes ACLs. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "wire/pct.h"
+#include "s3local.h"
+#include "s3local_int.h"
+#include "lock/store.h"
+
+/* Compares a copy condition's ETag with have: quotes optional. */
+static int etag_is(const char *want, const char *have)
+{
+	size_t wl = strlen(want), hl = strlen(have);
+
+	if (strcmp(want, "*") == 0)
+		return 1;
+	if (wl >= 2 && want[0] == '"' && want[wl - 1] == '"') {
+		want++;
+		wl -= 2;
+	}
+	if (hl >= 2 && have[0] == '"' && have[hl - 1] == '"') {
+		have++;
+		hl -= 2;
+	}
+	return wl == hl && strncasecmp(want, have, wl) == 0;
+}
+
+int s3l_read_copy_source(struct s3l_call *c, struct store_result *res)
+{
+	const char *src = c->copy_source, *slash, *q;
+	char *bucket = NULL, *key = NULL;
+	struct store *st = NULL;
+	int owned = 0, rc = -1;
+
+	if (*src == '/')
+		src++;
+	slash = strchr(src, '/');
+	q = strchr(src, '?');
+	if (!slash || slash == src || (q && q < slash) || !slash[1] || (q && q == slash + 1)) {
+		s3l_call_fail(c, 400, "InvalidArgument", "x-amz-copy-source must be BUCKET/KEY");
+		goto out;
+	}
+	if (q && strncmp(q, "?versionId=", 11) == 0 && strcmp(q + 11, "null") != 0) {
+		s3l_call_fail(c, 404, "NoSuchVersion", "buckets of the embedded store are not versioned");
+		goto out;
+	}
+	bucket = pct_decode_dup(src, (size_t)(slash - src), PCT_NO_NUL, NULL);
+	key = pct_decode_dup(slash + 1, q ? (size_t)(q - slash - 1) : strlen(slash + 1), PCT_NO_NUL, NULL);
+	if (!bucket || !key || !s3l_bucket_name_valid(bucket, strlen(bucket)) || strlen(key) > S3L_KEY_MAX) {
+		s3l_call_fail(c, 400, "InvalidArgument", "x-amz-copy-source names no valid bucket and key");
+		goto out;
+	}
+	st = s3l_named_store(c, bucket, &owned);
+	if (!st)
+		goto out;
+	if (store_head(st, key, res) == STORE_OK && res->content_length > (int64_t)c->s->max_object) {
+		s3l_call_fail(c, 501, "NotImplemented",
+			      "the source is larger than the embedded store copies (%zu bytes)", c->s->max_object);
+		goto out;
+	}
+	if (store_get(st, key, res) != STORE_OK) {
+		if (res->code == STORE_NOT_FOUND)
+			s3l_call_fail(c, 404, "NoSuchKey", "the copy source \"%s\" does not exist", key);
+		else
+			s3l_fail_from_store(c, res);
+		goto out;
+	}
+	if ((c->copy_if_match && !etag_is(c->copy_if_match, res->etag)) ||
+	    (c->copy_if_none_match && etag_is(c->copy_if_none_match, res->etag))) {
+		s3l_call_fail(c, 412, "PreconditionFailed",
+			      "the copy source is at ETag %s (x-amz-copy-source-if-*)", res->etag);
+		goto out;
+	}
+	if (strcmp(bucket, c->bucket) == 0 && strcmp(key, c->key) == 0 && c->op == OP_COPY &&
+	    !c->replace_metadata) {
+		s3l_call_fail(c, 400, "InvalidRequest",
+			      "This copy request is illegal because it is trying to copy an object to "
+			      "itself without changing the object's metadata");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (st)
+		s3l_release_store(st, owned);
+	free(bucket);
+	free(key);
+	return rc;
+}
+
+void s3l_run_copy(struct s3l_call *c)
+{
+	struct store_result src = STORE_RESULT_INIT;
+	struct store_put_opts opts = { 0 };
+	struct store_meta meta[STORE_META_MAX];
+	struct evbuffer *b = NULL;
+	struct store *st = NULL;
+	size_t i, n = 0;
+	int owned = 0;
+	char when[40];
+
+	pthread_rwlock_rdlock(&c->s->buckets);
+	st = s3l_bucket_store(c, &owned);
+	if (!st || s3l_read_copy_source(c, &src) < 0)
+		goto out;
+	if (c->replace_metadata) {
+		s3l_object_opts(c, &opts);
+	} else {
+		/* COPY: the source's metadata, except the proxy's stamp, which
+		 * is this request's (the writer's epoch) */
+		for (i = 0; i < src.nmeta && n < STORE_META_MAX; i++)
+			if (strncasecmp(src.meta[i].name, S3LOCAL_OWNED_META_PREFIX,
+					strlen(S3LOCAL_OWNED_META_PREFIX)) != 0)
+				meta[n++] = src.meta[i];
+		for (i = 0; i < c->nmeta && n < STORE_META_MAX; i++)
+			if (strncasecmp(c->meta[i].name, S3LOCAL_OWNED_META_PREFIX,
+					strlen(S3LOCAL_OWNED_META_PREFIX)) == 0)
+				meta[n++] = c->meta[i];
+		opts.meta = meta;
+		opts.nmeta = n;
+		opts.content_type = src.content_type[0] ? src.content_type : NULL;
+		opts.headers = (const char *const *)src.headers;
+	}
+	s3l_put_object(c, st, &opts, src.body, src.body_len);
+	if (c->err_code)
+		goto out;
+	b = evbuffer_new();
+	if (!b) {
+		s3l_call_fail(c, 503, "SlowDown", "out of memory");
+		goto out;
+	}
+	s3l_iso8601(c->res.last_modified ? c->res.last_modified : (int64_t)time(NULL), when, sizeof(when));
+	evbuffer_add_printf(b, S3L_XML_DECL "<CopyObjectResult xmlns=\"" S3L_XMLNS "\">"
+			    "<LastModified>%s</LastModified>", when);
+	s3l_xml_elem(b, "ETag", c->res.etag, 0);
+	evbuffer_add_printf(b, "</CopyObjectResult>");
+	s3l_take_xml(c, b);
+out:
+	pthread_rwlock_unlock(&c->s->buckets);
+	if (st)
+		s3l_release_store(st, owned);
+	store_result_clear(&src);
+	if (b)
+		evbuffer_free(b);
+}
+
+void s3l_run_get_acl(struct s3l_call *c)
+{
+	static const char body[] = S3L_XML_DECL "<AccessControlPolicy xmlns=\"" S3L_XMLNS "\">"
+		S3L_OWNER "<AccessControlList><Grant>"
+		"<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\">"
+		"<ID>fencegate</ID><DisplayName>fencegate</DisplayName></Grantee>"
+		"<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>";
+	struct store *st = NULL;
+	int owned = 0;
+
+	pthread_rwlock_rdlock(&c->s->buckets);
+	st = s3l_bucket_store(c, &owned);
+	if (!st)
+		goto out;
+	if (c->op == OP_GET_ACL && store_head(st, c->key, &c->res) != STORE_OK) {
+		s3l_fail_from_store(c, &c->res);
+		goto out;
+	}
+	store_result_clear(&c->res);
+	c->xml = strdup(body);
+	if (!c->xml) {
+		s3l_call_fail(c, 503, "SlowDown", "out of memory");
+		goto out;
+	}
+	c->xml_len = sizeof(body) - 1;
+	c->status = 200;
+out:
+	pthread_rwlock_unlock(&c->s->buckets);
+	if (st)
+		s3l_release_store(st, owned);
+}
