@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""End-to-end tests of what the embedded store (no --upstream) answers
+beyond GET/PUT, with boto3: CopyObject under both metadata directives (a
+fenced copy is stamped with the writer's epoch; COPY needs an unfenced
+route), ListObjectVersions of an unversioned bucket, GetObjectAcl and
+GetBucketAcl, Owner in listings, and the representation headers
+(Cache-Control, Expires, Content-Disposition, Content-Encoding,
+Content-Language) kept with an object. Asserts on the data directory too.
+Servers on 127.0.0.1 at run-time ports, stopped by PID. Prints 'N passed,
+N failed'."""
+import datetime
+import json
+import os
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402
+
+import boto3  # noqa: E402
+from botocore.config import Config  # noqa: E402
+from botocore.exceptions import ClientError  # noqa: E402
+
+
+def client(url, token=None):
+    c = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                     aws_access_key_id="test", aws_secret_access_key="test",
+                     config=Config(s3={"addressing_style": "path"},
+                                   retries={"max_attempts": 1}))
+    if token is not None:
+        def add(request, **kwargs):
+            request.headers["X-Fencing-Token"] = str(token)
+        c.meta.events.register("before-sign.s3", add)
+    return c
+
+
+def lock(g, bucket, op, **body):
+    req = urllib.request.Request("%s/_fence/locks/%s/%s" % (g.url, bucket, op),
+                                 data=json.dumps(body).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def error_of(fn):
+    try:
+        fn()
+    except ClientError as e:
+        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]
+    raise AssertionError("no error")
+
+
+def on_disk(g, bucket, key):
+    p = os.path.join(g.data, bucket, key)
+    if not os.path.isfile(p):
+        return None
+    with open(p, "rb") as f:
+        return f.read()
+
+
+def t_fenced_copy(g):
+    client(g.url).create_bucket(Bucket="cp-bucket")
+    e1 = lock(g, "cp-bucket", "acquire", ttlMs=600000, holder="a")["epoch"]
+    c = client(g.url, e1)
+    c.put_object(Bucket="cp-bucket", Key="src", Body=b"source bytes", Metadata={"m": "1"},
+                 ContentType="text/plain")
+    r = c.copy_object(Bucket="cp-bucket", Key="dst/copy", MetadataDirective="REPLACE",
+                      CopySource={"Bucket": "cp-bucket", "Key": "src"},
+                      Metadata={"m": "2"}, ContentType="text/x-copy")
+    h = c.head_object(Bucket="cp-bucket", Key="dst/copy")
+    assert r["CopyObjectResult"]["ETag"] == h["ETag"]
+    assert h["Metadata"] == {"m": "2"} and h["ContentType"] == "text/x-copy", h
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-fencing-object-epoch"] == str(e1)
+    assert on_disk(g, "cp-bucket", "dst/copy") == b"source bytes"
+    # COPY would carry the source's epoch: the fencing handler wants REPLACE
+    assert error_of(lambda: c.copy_object(Bucket="cp-bucket", Key="dst/2",
+                                          CopySource={"Bucket": "cp-bucket", "Key": "src"})) == \
+        ("InvalidRequest", 400)
+    # a zombie's copy never lands
+    lock(g, "cp-bucket", "release", epoch=e1)
+    e2 = lock(g, "cp-bucket", "acquire", ttlMs=600000, holder="b")["epoch"]
+    client(g.url, e2).put_object(Bucket="cp-bucket", Key="dst/copy", Body=b"epoch two")
+    assert error_of(lambda: c.copy_object(Bucket="cp-bucket", Key="dst/copy",
+                                          MetadataDirective="REPLACE",
+                                          CopySource={"Bucket": "cp-bucket", "Key": "src"})) == \
+        ("FencingTokenStale", 409)
+    assert on_disk(g, "cp-bucket", "dst/copy") == b"epoch two"
+    assert error_of(lambda: client(g.url, e2).copy_object(
+        Bucket="cp-bucket", Key="x", MetadataDirective="REPLACE",
+        CopySource={"Bucket": "cp-bucket", "Key": "missing"})) == ("NoSuchKey", 404)
+
+
+def t_versions_acl_owner(g):
+    client(g.url).create_bucket(Bucket="va-bucket")
+    e = lock(g, "va-bucket", "acquire", ttlMs=600000, holder="a")["epoch"]
+    c = client(g.url, e)
+    for k in ("a/1", "a/2", "b"):
+        c.put_object(Bucket="va-bucket", Key=k, Body=k.encode())
+    v = c.list_object_versions(Bucket="va-bucket", Prefix="", Delimiter="/")
+    assert [(x["Key"], x["VersionId"], x["IsLatest"]) for x in v["Versions"]] == \
+        [("b", "null", True)], v
+    assert [p["Prefix"] for p in v["CommonPrefixes"]] == ["a/", "locks/"], v
+    v = c.list_object_versions(Bucket="va-bucket", Prefix="a/", MaxKeys=1)
+    assert [x["Key"] for x in v["Versions"]] == ["a/1"] and v["IsTruncated"], v
+    v = c.list_object_versions(Bucket="va-bucket", Prefix="a/", KeyMarker=v["NextKeyMarker"])
+    assert [x["Key"] for x in v["Versions"]] == ["a/2"], v
+    acl = c.get_object_acl(Bucket="va-bucket", Key="b")
+    assert acl["Owner"]["ID"] == "fencegate", acl
+    assert [(x["Grantee"]["ID"], x["Permission"]) for x in acl["Grants"]] == \
+        [("fencegate", "FULL_CONTROL")], acl
+    assert error_of(lambda: c.get_object_acl(Bucket="va-bucket", Key="nope")) == \
+        ("NoSuchKey", 404)
+    assert c.get_bucket_acl(Bucket="va-bucket")["Grants"][0]["Permission"] == "FULL_CONTROL"
+    assert error_of(lambda: c.put_object_acl(Bucket="va-bucket", Key="b", ACL="private")) == \
+        ("NotImplemented", 501)
+    l2 = c.list_objects_v2(Bucket="va-bucket", Prefix="a/")["Contents"]
+    assert all("Owner" not in x for x in l2), l2
+    l2 = c.list_objects_v2(Bucket="va-bucket", Prefix="a/", FetchOwner=True)["Contents"]
+    assert all(x["Owner"]["ID"] == "fencegate" for x in l2), l2
+    l1 = c.list_objects(Bucket="va-bucket", Prefix="a/")["Contents"]
+    assert all(x["Owner"]["ID"] == "fencegate" for x in l1), l1
+
+
+def t_representation_headers(g):
+    client(g.url).create_bucket(Bucket="hdr-bucket")
+    e = lock(g, "hdr-bucket", "acquire", ttlMs=600000, holder="a")["epoch"]
+    c = client(g.url, e)
+    when = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    c.put_object(Bucket="hdr-bucket", Key="h", Body=b"\x1f\x8b not really gzip",
+                 CacheControl="max-age=300", ContentDisposition='attachment; filename="h.gz"',
+                 ContentEncoding="gzip", ContentLanguage="de-CH", Expires=when)
+    for r in (c.head_object(Bucket="hdr-bucket", Key="h"), c.get_object(Bucket="hdr-bucket", Key="h")):
+        assert r["CacheControl"] == "max-age=300", r
+        assert r["ContentDisposition"] == 'attachment; filename="h.gz"', r
+        assert r["ContentEncoding"] == "gzip" and r["ContentLanguage"] == "de-CH", r
+        assert r["Expires"] == when, r
+    # response- overrides still win; a copy under COPY keeps them (unfenced
+    # is in t_unfenced_copy), under REPLACE takes the request's
+    r = c.get_object(Bucket="hdr-bucket", Key="h", ResponseCacheControl="no-store")
+    assert r["CacheControl"] == "no-store", r
+    c.copy_object(Bucket="hdr-bucket", Key="h2", MetadataDirective="REPLACE",
+                  CopySource={"Bucket": "hdr-bucket", "Key": "h"}, ContentLanguage="fr")
+    r = c.head_object(Bucket="hdr-bucket", Key="h2")
+    assert r["ContentLanguage"] == "fr" and "CacheControl" not in r, r
+    # an overwrite without them drops them, as S3
+    c.put_object(Bucket="hdr-bucket", Key="h", Body=b"plain")
+    r = c.head_object(Bucket="hdr-bucket", Key="h")
+    assert "CacheControl" not in r and "ContentEncoding" not in r, r
+
+
+def t_unfenced_copy():
+    g = harness.Fencegate(config={"mode": "s3", "unrouted_writes": "allow"})
+    try:
+        c = client(g.url)
+        c.create_bucket(Bucket="free-bucket")
+        c.put_object(Bucket="free-bucket", Key="s", Body=b"bytes", Metadata={"k": "v"},
+                     ContentType="text/x-s", CacheControl="no-cache")
+        c.copy_object(Bucket="free-bucket", Key="d", CopySource={"Bucket": "free-bucket", "Key": "s"})
+        h = c.head_object(Bucket="free-bucket", Key="d")
+        assert h["Metadata"] == {"k": "v"} and h["ContentType"] == "text/x-s", h
+        assert h["CacheControl"] == "no-cache", h
+        assert on_disk(g, "free-bucket", "d") == b"bytes"
+        assert error_of(lambda: c.copy_object(Bucket="free-bucket", Key="s",
+                                              CopySource={"Bucket": "free-bucket", "Key": "s"})) \
+            == ("InvalidRequest", 400)
+        c.copy_object(Bucket="free-bucket", Key="s", MetadataDirective="REPLACE",
+                      CopySource={"Bucket": "free-bucket", "Key": "s"}, Metadata={"k": "w"})
+        assert c.head_object(Bucket="free-bucket", Key="s")["Metadata"] == {"k": "w"}
+    finally:
+        g.close()
+
+
+def main():
+    if not os.path.exists(os.path.join(harness.BIN, "fencegate")):
+        print("test_local_copy: %s/fencegate is not built" % harness.BIN)
+        print("test_local_copy: 0 passed, 1 failed")
+        return 1
+    runner = harness.Runner("test_local_copy")
+    g = harness.Fencegate()
+    try:
+        for name, fn in (("fenced copy", t_fenced_copy),
+                         ("versions, ACLs, owner", t_versions_acl_owner),
+                         ("representation headers", t_representation_headers)):
+            runner.check(name, fn, g)
+        if runner.failed:
+            print(g.stderr()[-4000:])
+    finally:
+        g.close()
+    runner.check("unfenced copy", t_unfenced_copy)
+    return runner.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
