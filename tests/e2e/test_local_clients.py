@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Real S3 clients against fencegate's embedded default (what `make run`
+serves: no --upstream, a data directory, writes to /BUCKET/... fenced by
+lock BUCKET), and unfenced (a config with unrouted_writes: allow): the
+AWS CLI (s3 cp of a 9 MiB file, which is multipart; s3 sync with --delete;
+s3 mv; s3 rm --recursive), boto3 upload_file multipart, s3cmd and rclone
+(their multipart too), and @aws-sdk/lib-storage's Upload (tests/js). The
+token goes as X-Fencing-Token or as fencing-token metadata. Every check
+looks at the data directory: the bytes on disk, files gone after deletes.
+A client that is missing is a failure (deploy/install-deps.sh test
+installs them). Servers on 127.0.0.1 at run-time ports, stopped by PID.
+Prints 'N passed, N failed'."""
+import hashlib
+import json
+import os
+import shutil
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402
+
+import boto3  # noqa: E402
+from boto3.s3.transfer import TransferConfig  # noqa: E402
+from botocore.config import Config  # noqa: E402
+
+MIB = 1024 * 1024
+JS = os.path.join(harness.ROOT, "tests", "js")
+
+
+def env():
+    e = dict(os.environ, **harness.CREDS)
+    e.pop("AWS_CA_BUNDLE", None)  # rclone fails whenever it is set
+    e["AWS_CONFIG_FILE"] = os.devnull
+    e["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    return e
+
+
+def client(url, token=None):
+    c = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                     aws_access_key_id="test", aws_secret_access_key="test",
+                     config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+    if token is not None:
+        def add(request, **kwargs):
+            request.headers["X-Fencing-Token"] = str(token)
+        c.meta.events.register("before-sign.s3", add)
+    return c
+
+
+def acquire(g, bucket):
+    req = urllib.request.Request("%s/_fence/locks/%s/acquire" % (g.url, bucket),
+                                 data=json.dumps({"ttlMs": 600000, "holder": "clients"}).encode(),
+                                 method="POST")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())["epoch"]
+
+
+def disk(g, bucket, key):
+    p = os.path.join(g.data, bucket, key)
+    if not os.path.isfile(p):
+        return None
+    with open(p, "rb") as f:
+        return f.read()
+
+
+def disk_keys(g, bucket):
+    root, out = os.path.join(g.data, bucket), []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if x != ".fencegate" and not (d == root and x == "locks")]
+        out += [os.path.relpath(os.path.join(d, f), root) for f in files]
+    return sorted(out)
+
+
+def write_file(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def aws(g, *args):
+    r = harness.run(["aws", "--endpoint-url", g.url] + list(args), env=env(), timeout=120)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r.stdout
+
+
+def need(tool):
+    assert shutil.which(tool), "%s is not installed (make deps-test installs it)" % tool
+
+
+# ---- AWS CLI ----------------------------------------------------------------
+
+def t_aws_cli_unfenced(g, tmp):
+    need("aws")
+    client(g.url).create_bucket(Bucket="cli-bucket")
+    big = os.urandom(9 * MIB)
+    src = write_file(os.path.join(tmp, "big.bin"), big)
+    aws(g, "s3", "cp", src, "s3://cli-bucket/up/big.bin")
+    assert disk(g, "cli-bucket", "up/big.bin") == big
+    etag = client(g.url).head_object(Bucket="cli-bucket", Key="up/big.bin")["ETag"]
+    assert etag.endswith('-2"'), etag  # 8 MiB + 1 MiB parts
+    out = os.path.join(tmp, "back.bin")
+    aws(g, "s3", "cp", "s3://cli-bucket/up/big.bin", out)
+    with open(out, "rb") as f:
+        assert f.read() == big
+    # sync up, then --delete removes what the source no longer has
+    tree = os.path.join(tmp, "tree")
+    os.makedirs(os.path.join(tree, "sub"))
+    for name in ("a.txt", "sub/b.txt", "sub/c.txt"):
+        write_file(os.path.join(tree, name), name.encode() * 10)
+    aws(g, "s3", "sync", tree, "s3://cli-bucket/tree")
+    assert disk_keys(g, "cli-bucket") == ["tree/a.txt", "tree/sub/b.txt", "tree/sub/c.txt",
+                                          "up/big.bin"]
+    os.remove(os.path.join(tree, "sub", "c.txt"))
+    write_file(os.path.join(tree, "a.txt"), b"changed")
+    aws(g, "s3", "sync", "--delete", tree, "s3://cli-bucket/tree")
+    assert disk(g, "cli-bucket", "tree/sub/c.txt") is None
+    assert disk(g, "cli-bucket", "tree/a.txt") == b"changed"
+    # and down again
+    down = os.path.join(tmp, "down")
+    aws(g, "s3", "sync", "s3://cli-bucket/tree", down)
+    assert sorted(os.listdir(os.path.join(down, "sub"))) == ["b.txt"]
+    # mv inside the bucket: copy, then delete
+    aws(g, "s3", "mv", "s3://cli-bucket/tree/a.txt", "s3://cli-bucket/moved/a.txt")
+    assert disk(g, "cli-bucket", "tree/a.txt") is None
+    assert disk(g, "cli-bucket", "moved/a.txt") == b"changed"
+    aws(g, "s3", "mv", "s3://cli-bucket/up/big.bin", "s3://cli-bucket/moved/big.bin")
+    assert disk(g, "cli-bucket", "moved/big.bin") == big
+    aws(g, "s3", "rm", "--recursive", "s3://cli-bucket/")
+    assert disk_keys(g, "cli-bucket") == []
+
+
+def t_aws_cli_fenced(g, tmp):
+    """The token as metadata (all an unmodified CLI can send): single-part
+    writes are fenced; a stale one never reaches the disk."""
+    need("aws")
+    client(g.url).create_bucket(Bucket="clif-bucket")
+    e = acquire(g, "clif-bucket")
+    src = write_file(os.path.join(tmp, "small.txt"), b"fenced by metadata")
+    aws(g, "s3", "cp", src, "s3://clif-bucket/k.txt", "--metadata", "fencing-token=%d" % e)
+    assert disk(g, "clif-bucket", "k.txt") == b"fenced by metadata"
+    aws(g, "s3api", "put-object", "--bucket", "clif-bucket", "--key", "api.txt", "--body", src,
+        "--metadata", "fencing-token=%d" % e)
+    assert disk(g, "clif-bucket", "api.txt") == b"fenced by metadata"
+    r = harness.run(["aws", "--endpoint-url", g.url, "s3", "cp", src, "s3://clif-bucket/no.txt"],
+                    env=env(), timeout=60)
+    assert r.returncode != 0 and "FencingTokenMissing" in r.stderr + r.stdout, (r.stdout, r.stderr)
+    assert disk(g, "clif-bucket", "no.txt") is None
+
+
+# ---- boto3 ----------------------------------------------------------------
+
+def t_boto3_upload_file(g, tmp, fenced):
+    bucket = "boto-f-bucket" if fenced else "boto-u-bucket"
+    client(g.url).create_bucket(Bucket=bucket)
+    c = client(g.url, acquire(g, bucket) if fenced else None)
+    data = os.urandom(11 * MIB)
+    src = write_file(os.path.join(tmp, bucket + ".bin"), data)
+    cfg = TransferConfig(multipart_threshold=5 * MIB, multipart_chunksize=5 * MIB, max_concurrency=3)
+    c.upload_file(src, bucket, "multi/part.bin", Config=cfg, ExtraArgs={"Metadata": {"x": "1"}})
+    assert disk(g, bucket, "multi/part.bin") == data
+    h = c.head_object(Bucket=bucket, Key="multi/part.bin")
+    assert h["ETag"].endswith('-3"') and h["Metadata"] == {"x": "1"}, h
+    dst = os.path.join(tmp, bucket + ".back")
+    c.download_file(bucket, "multi/part.bin", dst, Config=cfg)
+    with open(dst, "rb") as f:
+        assert f.read() == data
+    assert not os.listdir(os.path.join(g.data, bucket, ".fencegate", "uploads"))
+
+
+# ---- s3cmd ----------------------------------------------------------------
+
+def s3cmd(g, tmp, *args):
+    cfg = os.path.join(tmp, "s3cfg")
+    host = "127.0.0.1:%d" % g.port
+    with open(cfg, "w") as f:
+        f.write("[default]\naccess_key = test\nsecret_key = test\nhost_base = %s\n"
+                "host_bucket = %s\nuse_https = False\nbucket_location = us-east-1\n"
+                "signature_v2 = False\n" % (host, host))
+    r = harness.run(["s3cmd", "-c", cfg] + list(args), env=env(), timeout=120)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r.stdout
+
+
+def t_s3cmd_fenced(g, tmp):
+    """s3cmd sends --add-header on PUT and on CreateMultipartUpload, not on
+    UploadPart or DELETE; in embedded mode a part without the token is refused (the
+    proxy learns upload ids only from an upstream's answer), so fenced
+    uploads here are single-part."""
+    need("s3cmd")
+    s3cmd(g, tmp, "mb", "s3://s3cmd-bucket")
+    e = acquire(g, "s3cmd-bucket")
+    tok = "--add-header=X-Fencing-Token:%d" % e
+    data = os.urandom(7 * MIB)
+    src = write_file(os.path.join(tmp, "s3cmd.bin"), data)
+    s3cmd(g, tmp, tok, "--disable-multipart", "put", src, "s3://s3cmd-bucket/dir/big.bin")
+    assert disk(g, "s3cmd-bucket", "dir/big.bin") == data
+    small = write_file(os.path.join(tmp, "s3cmd.txt"), b"small")
+    s3cmd(g, tmp, tok, "put", small, "s3://s3cmd-bucket/dir/small.txt")
+    assert "dir/small.txt" in s3cmd(g, tmp, "ls", "--recursive", "s3://s3cmd-bucket/")
+    out = os.path.join(tmp, "s3cmd.back")
+    s3cmd(g, tmp, "get", "--force", "s3://s3cmd-bucket/dir/big.bin", out)
+    with open(out, "rb") as f:
+        assert f.read() == data
+    # (s3cmd del sends no --add-header: deletes are unfenced-only with it)
+    # without the token: refused, nothing written
+    r = harness.run(["s3cmd", "-c", os.path.join(tmp, "s3cfg"), "put", small,
+                     "s3://s3cmd-bucket/dir/no.txt"], env=env(), timeout=60)
+    assert r.returncode != 0, r.stdout
+    assert disk(g, "s3cmd-bucket", "dir/no.txt") is None
+
+
+def t_s3cmd_multipart(g, tmp):
+    need("s3cmd")
+    s3cmd(g, tmp, "mb", "s3://s3cmd-free")
+    data = os.urandom(12 * MIB)
+    src = write_file(os.path.join(tmp, "s3cmd-mp.bin"), data)
+    s3cmd(g, tmp, "--multipart-chunk-size-mb=5", "put", src, "s3://s3cmd-free/mp.bin")
+    assert disk(g, "s3cmd-free", "mp.bin") == data
+    h = client(g.url).head_object(Bucket="s3cmd-free", Key="mp.bin")
+    assert h["ETag"].endswith('-3"'), h
+    s3cmd(g, tmp, "del", "s3://s3cmd-free/mp.bin")
+    assert disk(g, "s3cmd-free", "mp.bin") is None
+
+
+# ---- rclone ---------------------------------------------------------------
+
+def rclone(g, *args):
+    e = env()
+    e.update({"RCLONE_CONFIG_FG_TYPE": "s3", "RCLONE_CONFIG_FG_PROVIDER": "Other",
+              "RCLONE_CONFIG_FG_ENDPOINT": g.url, "RCLONE_CONFIG_FG_ACCESS_KEY_ID": "test",
+              "RCLONE_CONFIG_FG_SECRET_ACCESS_KEY": "test", "RCLONE_CONFIG_FG_REGION": "us-east-1",
+              "RCLONE_CONFIG": os.devnull})
+    r = harness.run(["rclone", "--s3-no-check-bucket", "--retries", "1", "--low-level-retries",
+                     "1"] + list(args), env=e, timeout=120)
+    assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r.stdout
+
+
+def t_rclone(g, tmp):
+    need("rclone")
+    client(g.url).create_bucket(Bucket="rclone-bucket")
+    e = acquire(g, "rclone-bucket")
+    hdr = ["--header", "X-Fencing-Token: %d" % e]
+    data = os.urandom(12 * MIB)
+    src = write_file(os.path.join(tmp, "rclone.bin"), data)
+    rclone(g, *hdr, "--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M", "copyto", src,
+           "fg:rclone-bucket/r/big.bin")
+    assert disk(g, "rclone-bucket", "r/big.bin") == data
+    assert hashlib.md5(data).hexdigest() in rclone(g, "md5sum", "fg:rclone-bucket/r/") or \
+        "big.bin" in rclone(g, "ls", "fg:rclone-bucket/r/")
+    tree = os.path.join(tmp, "rtree")
+    os.makedirs(tree)
+    for n in ("x.txt", "y.txt"):
+        write_file(os.path.join(tree, n), n.encode())
+    rclone(g, *hdr, "sync", tree, "fg:rclone-bucket/tree")
+    assert disk(g, "rclone-bucket", "tree/x.txt") == b"x.txt"
+    os.remove(os.path.join(tree, "x.txt"))
+    rclone(g, *hdr, "sync", tree, "fg:rclone-bucket/tree")
+    assert disk(g, "rclone-bucket", "tree/x.txt") is None
+    assert disk(g, "rclone-bucket", "tree/y.txt") == b"y.txt"
+    rclone(g, *hdr, "delete", "fg:rclone-bucket/r")
+    assert disk(g, "rclone-bucket", "r/big.bin") is None
+
+
+# ---- @aws-sdk/lib-storage -------------------------------------------------
+
+def js(g, op, **args):
+    r = harness.run(["node", os.path.join(JS, "s3client.mjs"), g.url, op, json.dumps(args)],
+                    env=env(), timeout=120)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def t_lib_storage(g, tmp):
+    need("node")
+    assert os.path.isdir(os.path.join(JS, "node_modules", "@aws-sdk", "lib-storage")), \
+        "tests/js/node_modules is missing (make deps-test installs it)"
+    client(g.url).create_bucket(Bucket="js-bucket")
+    e = acquire(g, "js-bucket")
+    data = os.urandom(11 * MIB)
+    src = write_file(os.path.join(tmp, "js.bin"), data)
+    r = js(g, "upload", bucket="js-bucket", key="lib/storage.bin", file=src,
+           headers={"X-Fencing-Token": str(e)}, metadata={"via": "lib-storage"})
+    assert r["ok"], r
+    assert disk(g, "js-bucket", "lib/storage.bin") == data
+    h = client(g.url).head_object(Bucket="js-bucket", Key="lib/storage.bin")
+    assert h["ETag"].endswith('-3"') and h["Metadata"] == {"via": "lib-storage"}, h
+    r = js(g, "upload", bucket="js-bucket", key="lib/nope.bin", file=src)
+    assert not r["ok"] and r["status"] == 428, r
+    assert disk(g, "js-bucket", "lib/nope.bin") is None
+
+
+def main():
+    if not os.path.exists(os.path.join(harness.BIN, "fencegate")):
+        print("test_local_clients: %s/fencegate is not built" % harness.BIN)
+        print("test_local_clients: 0 passed, 1 failed")
+        return 1
+    runner = harness.Runner("test_local_clients")
+    tmp = harness.TempDir("fencegate-clients-")
+    fenced = harness.Fencegate("--access-log", "off")
+    free = harness.Fencegate("--access-log", "off",
+                             config={"mode": "s3", "unrouted_writes": "allow"})
+    try:
+        for name, fn, g in (("aws cli unfenced: cp multipart, sync --delete, mv, rm",
+                             t_aws_cli_unfenced, free),
+                            ("aws cli fenced by metadata", t_aws_cli_fenced, fenced),
+                            ("boto3 upload_file multipart, fenced",
+                             lambda g, t: t_boto3_upload_file(g, t, True), fenced),
+                            ("boto3 upload_file multipart, unfenced",
+                             lambda g, t: t_boto3_upload_file(g, t, False), free),
+                            ("s3cmd fenced by header", t_s3cmd_fenced, fenced),
+                            ("s3cmd multipart, unfenced", t_s3cmd_multipart, free),
+                            ("rclone fenced by header, multipart, sync", t_rclone, fenced),
+                            ("lib-storage Upload, fenced", t_lib_storage, fenced)):
+            runner.check(name, fn, g, tmp.path)
+        runner.check("both alive", lambda: None if fenced.alive() and free.alive() else
+                     (_ for _ in ()).throw(AssertionError("fencegate exited")))
+        if runner.failed:
+            print(fenced.stderr()[-3000:])
+            print(free.stderr()[-3000:])
+    finally:
+        fenced.close()
+        free.close()
+        tmp.close()
+    return runner.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
