@@ -81,33 +81,41 @@ int store_fs_etag_of_buffer(const void *data, size_t len, char etag[STORE_ETAG_M
 	return 0;
 }
 
-/* MD5 of what fd holds from offset 0. Returns 0, or -1 with errno set. */
-static int etag_of_fd(int fd, char etag[STORE_ETAG_MAX])
+/* The MD5 of the file ranges into etag, copying them to out_fd unless it
+ * is -1. Returns 0 or -1 with errno (EIO: a range ended early). */
+static int md5_ranges(int out_fd, const struct store_file_range *files, size_t nfiles,
+		      char etag[STORE_ETAG_MAX])
 {
-	unsigned char md[EVP_MAX_MD_SIZE], buf[65536];
+	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	off_t off = 0;
+	char *buf = malloc(1 << 20);
+	size_t i;
 	int rc = -1;
 
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
+	if (!ctx || !buf || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
 		errno = ENOMEM;
 		goto out;
 	}
-	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf), off);
+	for (i = 0; i < nfiles; i++) {
+		int64_t done = 0;
 
-		if (n < 0) {
-			if (errno == EINTR)
+		while (done < files[i].len) {
+			size_t want = (size_t)(files[i].len - done) < (1u << 20)
+				? (size_t)(files[i].len - done) : (1u << 20);
+			ssize_t n = pread(files[i].fd, buf, want, (off_t)(files[i].offset + done));
+
+			if (n < 0 && errno == EINTR)
 				continue;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		off += n;
-		if (!EVP_DigestUpdate(ctx, buf, (size_t)n)) {
-			errno = EIO;
-			goto out;
+			if (n <= 0) {
+				if (n == 0)
+					errno = EIO;
+				goto out;
+			}
+			if ((out_fd >= 0 && write_all(out_fd, buf, (size_t)n) < 0) ||
+			    !EVP_DigestUpdate(ctx, buf, (size_t)n))
+				goto out;
+			done += n;
 		}
 	}
 	if (!EVP_DigestFinal_ex(ctx, md, &mdlen)) {
@@ -117,8 +125,17 @@ static int etag_of_fd(int fd, char etag[STORE_ETAG_MAX])
 	etag_from_digest(md, mdlen, etag);
 	rc = 0;
 out:
+	free(buf);
 	EVP_MD_CTX_free(ctx);
 	return rc;
+}
+
+/* MD5 of what fd (a regular file of size bytes) holds. 0, or -1 with errno. */
+static int etag_of_fd(int fd, int64_t size, char etag[STORE_ETAG_MAX])
+{
+	struct store_file_range whole = { fd, 0, size };
+
+	return md5_ranges(-1, &whole, 1, etag);
 }
 
 /* Reads a whole small file at dir_fd/name into a NUL-terminated buffer.
@@ -391,7 +408,7 @@ enum store_code store_fs_object_read(struct fs_store *fs, int dir_fd, const char
 		m.json = NULL;
 	} else {
 		int rc = want_body ? store_fs_etag_of_buffer(obj->body, (size_t)obj->size, obj->etag)
-				   : etag_of_fd(fd, obj->etag);
+				   : etag_of_fd(fd, obj->size, obj->etag);
 
 		if (rc < 0) {
 			code = store_fs_fail_io(res, "checksum object", key, errno);
@@ -461,54 +478,6 @@ void store_fs_sidecar_remove(struct fs_store *fs, const char *key)
 	close(dfd);
 }
 
-/* Copies the file ranges to fd, their MD5 into etag. Returns 0 or -1 with
- * errno (EIO: a range ended early). */
-static int copy_ranges(int fd, const struct store_file_range *files, size_t nfiles,
-		       char etag[STORE_ETAG_MAX])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	char *buf = malloc(1 << 20);
-	size_t i;
-	int rc = -1;
-
-	if (!ctx || !buf || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
-		errno = ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < nfiles; i++) {
-		int64_t done = 0;
-
-		while (done < files[i].len) {
-			size_t want = (size_t)(files[i].len - done) < (1u << 20)
-				? (size_t)(files[i].len - done) : (1u << 20);
-			ssize_t n = pread(files[i].fd, buf, want, (off_t)(files[i].offset + done));
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				if (n == 0)
-					errno = EIO;
-				goto out;
-			}
-			if (write_all(fd, buf, (size_t)n) < 0 || !EVP_DigestUpdate(ctx, buf, (size_t)n))
-				goto out;
-			done += n;
-		}
-	}
-	if (!EVP_DigestFinal_ex(ctx, md, &mdlen)) {
-		errno = EIO;
-		goto out;
-	}
-	etag_from_digest(md, mdlen, etag);
-	rc = 0;
-out:
-	free(buf);
-	EVP_MD_CTX_free(ctx);
-	return rc;
-}
-
 /* Writes data (or, with files, their ranges; etag then gets their MD5) to a
  * new file in the reserved temp directory, sets its mtime to mtime_s (plus
  * random nanoseconds, see struct fs_meta), and fsyncs it. name receives its
@@ -537,7 +506,7 @@ enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_
 	}
 	if (fd < 0)
 		return store_fs_fail_io(res, "create temp file for key", key, errno);
-	if (files ? copy_ranges(fd, files, nfiles, etag) < 0 : write_all(fd, data, len) < 0)
+	if (files ? md5_ranges(fd, files, nfiles, etag) < 0 : write_all(fd, data, len) < 0)
 		goto io;
 	if (RAND_bytes((unsigned char *)&tag, sizeof(tag)) != 1)
 		tag = (uint32_t)(fs->tmp_seq * 2654435761u);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -218,6 +219,25 @@ static void reply_error(struct s3l_call *c, struct front_hdrs *h)
 	proxy_req_reply_error(req, c->status, c->err_code, c->err_msg, h);
 }
 
+/* Tells the upload hook what a successful multipart call made or ended. */
+static void upload_event(struct s3l_call *c)
+{
+	const char *lock = NULL;
+	size_t i;
+
+	if (!c->s->on_upload || !c->upload_id)
+		return;
+	if (c->op == OP_MPU_CREATE) {
+		for (i = 0; i < c->nmeta; i++)
+			if (strcasecmp(c->meta[i].name, "fencing-lock") == 0)
+				lock = c->meta[i].value;
+		c->s->on_upload(c->s->on_upload_arg, c->bucket, c->upload_id, 1,
+				c->has_epoch ? c->epoch : 0, c->has_epoch ? lock : NULL);
+	} else if (c->op == OP_MPU_COMPLETE || c->op == OP_MPU_ABORT) {
+		c->s->on_upload(c->s->on_upload_arg, c->bucket, c->upload_id, 0, 0, NULL);
+	}
+}
+
 static void job_done(void *arg)
 {
 	struct s3l_call *c = arg;
@@ -230,6 +250,7 @@ static void job_done(void *arg)
 		reply_error(c, &h);
 		goto out;
 	}
+	upload_event(c);
 	switch (c->op) {
 	case OP_LIST_BUCKETS:
 	case OP_LOCATION:
@@ -761,6 +782,12 @@ struct s3local *s3local_new(struct event_base *base, struct jobs *jobs,
 	s->jobs = jobs;
 	s->max_object = max_object_bytes ? max_object_bytes : S3LOCAL_DEFAULT_MAX_OBJECT;
 	return s;
+}
+
+void s3local_set_upload_hook(struct s3local *s, s3local_upload_fn fn, void *arg)
+{
+	s->on_upload = fn;
+	s->on_upload_arg = arg;
 }
 
 void s3local_free(struct s3local *s)

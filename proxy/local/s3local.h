@@ -101,6 +101,7 @@
 #define FENCE_S3LOCAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <event2/event.h>
 
@@ -136,6 +137,18 @@ struct s3local *s3local_new(struct event_base *base, struct jobs *jobs,
 /* The proxy_handler.on_request hook; arg is the struct s3local. Answers
  * every request except those under /_fence/ (PROXY_PASS). */
 enum proxy_action s3local_handler(struct proxy_req *req, void *arg);
+
+/* What CreateMultipartUpload made (created = 1; epoch and lock are the
+ * create's fencing stamp, 0 and NULL unfenced) and CompleteMultipartUpload
+ * or AbortMultipartUpload ended (created = 0), on the loop, before the
+ * answer goes out, so no part of it can be decided earlier: what the
+ * fencing handler learns from an upstream's answer in S3 mode (its
+ * multipart table), for parts sent without a token. */
+typedef void (*s3local_upload_fn)(void *arg, const char *bucket, const char *upload_id,
+				  int created, uint64_t epoch, const char *lock);
+
+/* Installs the upload hook (NULL: none). */
+void s3local_set_upload_hook(struct s3local *s, s3local_upload_fn fn, void *arg);
 
 /* Frees the per-worker stores. Call after jobs_free() of its pool (no job
  * may be running). Accepts NULL. */

@@ -20,24 +20,6 @@
 #include "s3local_int.h"
 #include "lock/store.h"
 
-/* Compares a copy condition's ETag with have: quotes optional. */
-static int etag_is(const char *want, const char *have)
-{
-	size_t wl = strlen(want), hl = strlen(have);
-
-	if (strcmp(want, "*") == 0)
-		return 1;
-	if (wl >= 2 && want[0] == '"' && want[wl - 1] == '"') {
-		want++;
-		wl -= 2;
-	}
-	if (hl >= 2 && have[0] == '"' && have[hl - 1] == '"') {
-		have++;
-		hl -= 2;
-	}
-	return wl == hl && strncasecmp(want, have, wl) == 0;
-}
-
 int s3l_read_copy_source(struct s3l_call *c, struct store_result *res)
 {
 	const char *src = c->copy_source, *slash, *q;
@@ -78,8 +60,8 @@ int s3l_read_copy_source(struct s3l_call *c, struct store_result *res)
 			s3l_fail_from_store(c, res);
 		goto out;
 	}
-	if ((c->copy_if_match && !etag_is(c->copy_if_match, res->etag)) ||
-	    (c->copy_if_none_match && etag_is(c->copy_if_none_match, res->etag))) {
+	if ((c->copy_if_match && !s3l_etag_match(c->copy_if_match, res->etag)) ||
+	    (c->copy_if_none_match && s3l_etag_match(c->copy_if_none_match, res->etag))) {
 		s3l_call_fail(c, 412, "PreconditionFailed",
 			      "the copy source is at ETag %s (x-amz-copy-source-if-*)", res->etag);
 		goto out;

@@ -59,6 +59,8 @@ struct s3local {
 	 * and DeleteBucket exclusive. */
 	pthread_rwlock_t buckets;
 	unsigned long trash_seq;    /* under buckets, exclusive */
+	s3local_upload_fn on_upload; /* loop thread only */
+	void *on_upload_arg;
 	struct worker_cache cache[S3L_WORKERS_MAX];
 };
 
@@ -268,6 +270,9 @@ void s3l_run_copy(struct s3l_call *c);
 void s3l_run_get_acl(struct s3l_call *c);
 
 /* ---- s3local_object.c: objects ------------------------------------------ */
+
+/* Compares ETags as S3 does: quotes optional, W/ ignored, "*" matches any. */
+int s3l_etag_match(const char *want, const char *have);
 
 void s3l_run_put(struct s3l_call *c);
 /* The request body made ready to store: aws-chunked framing removed, size

@@ -305,7 +305,8 @@ void s3l_run_mpu_create(struct s3l_call *c)
 	s3l_xml_elem(b, "Key", c->key, 0);
 	s3l_xml_elem(b, "UploadId", id, 0);
 	evbuffer_add_printf(b, "</InitiateMultipartUploadResult>");
-	s3l_take_xml(c, b);
+	if (s3l_take_xml(c, b) == 0 && !(c->upload_id = strdup(id)))
+		s3l_call_fail(c, 503, "SlowDown", "out of memory");
 out:
 	pthread_rwlock_unlock(&c->s->buckets);
 	if (st)

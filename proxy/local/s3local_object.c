@@ -55,8 +55,7 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* Compares ETags as S3 does: quotes optional, "*" matches any. */
-static int etag_match(const char *want, const char *have)
+int s3l_etag_match(const char *want, const char *have)
 {
 	size_t wl, hl;
 
@@ -94,7 +93,7 @@ static int etag_list_match(const char *list, const char *have)
 		if (n < sizeof(buf)) {
 			memcpy(buf, p, n);
 			buf[n] = '\0';
-			if (etag_match(buf, have))
+			if (s3l_etag_match(buf, have))
 				return 1;
 		}
 		if (!comma)

@@ -15,14 +15,14 @@ import json
 import os
 import shutil
 import sys
-import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
 import harness  # noqa: E402
+from localgate import acquire, client, disk_keys, on_disk  # noqa: E402
 
-import boto3  # noqa: E402
 from boto3.s3.transfer import TransferConfig  # noqa: E402
-from botocore.config import Config  # noqa: E402
 
 MIB = 1024 * 1024
 JS = os.path.join(harness.ROOT, "tests", "js")
@@ -36,39 +36,8 @@ def env():
     return e
 
 
-def client(url, token=None):
-    c = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
-                     aws_access_key_id="test", aws_secret_access_key="test",
-                     config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
-    if token is not None:
-        def add(request, **kwargs):
-            request.headers["X-Fencing-Token"] = str(token)
-        c.meta.events.register("before-sign.s3", add)
-    return c
-
-
-def acquire(g, bucket):
-    req = urllib.request.Request("%s/_fence/locks/%s/acquire" % (g.url, bucket),
-                                 data=json.dumps({"ttlMs": 600000, "holder": "clients"}).encode(),
-                                 method="POST")
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read())["epoch"]
-
-
 def disk(g, bucket, key):
-    p = os.path.join(g.data, bucket, key)
-    if not os.path.isfile(p):
-        return None
-    with open(p, "rb") as f:
-        return f.read()
-
-
-def disk_keys(g, bucket):
-    root, out = os.path.join(g.data, bucket), []
-    for d, dirs, files in os.walk(root):
-        dirs[:] = [x for x in dirs if x != ".fencegate" and not (d == root and x == "locks")]
-        out += [os.path.relpath(os.path.join(d, f), root) for f in files]
-    return sorted(out)
+    return on_disk(g, bucket, key)
 
 
 def write_file(path, data):

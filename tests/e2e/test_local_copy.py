@@ -9,52 +9,21 @@ Content-Language) kept with an object. Asserts on the data directory too.
 Servers on 127.0.0.1 at run-time ports, stopped by PID. Prints 'N passed,
 N failed'."""
 import datetime
-import json
 import os
 import sys
-import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
 import harness  # noqa: E402
-
-import boto3  # noqa: E402
-from botocore.config import Config  # noqa: E402
-from botocore.exceptions import ClientError  # noqa: E402
-
-
-def client(url, token=None):
-    c = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
-                     aws_access_key_id="test", aws_secret_access_key="test",
-                     config=Config(s3={"addressing_style": "path"},
-                                   retries={"max_attempts": 1}))
-    if token is not None:
-        def add(request, **kwargs):
-            request.headers["X-Fencing-Token"] = str(token)
-        c.meta.events.register("before-sign.s3", add)
-    return c
+import localgate  # noqa: E402
+from localgate import client, error_of, lockapi, on_disk  # noqa: E402
 
 
 def lock(g, bucket, op, **body):
-    req = urllib.request.Request("%s/_fence/locks/%s/%s" % (g.url, bucket, op),
-                                 data=json.dumps(body).encode(), method="POST")
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read())
-
-
-def error_of(fn):
-    try:
-        fn()
-    except ClientError as e:
-        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]
-    raise AssertionError("no error")
-
-
-def on_disk(g, bucket, key):
-    p = os.path.join(g.data, bucket, key)
-    if not os.path.isfile(p):
-        return None
-    with open(p, "rb") as f:
-        return f.read()
+    st, answer = lockapi(g, bucket, op, **body)
+    assert st == 200, (st, answer)
+    return answer
 
 
 def t_fenced_copy(g):
@@ -169,25 +138,9 @@ def t_unfenced_copy():
         g.close()
 
 
-def main():
-    if not os.path.exists(os.path.join(harness.BIN, "fencegate")):
-        print("test_local_copy: %s/fencegate is not built" % harness.BIN)
-        print("test_local_copy: 0 passed, 1 failed")
-        return 1
-    runner = harness.Runner("test_local_copy")
-    g = harness.Fencegate()
-    try:
-        for name, fn in (("fenced copy", t_fenced_copy),
-                         ("versions, ACLs, owner", t_versions_acl_owner),
-                         ("representation headers", t_representation_headers)):
-            runner.check(name, fn, g)
-        if runner.failed:
-            print(g.stderr()[-4000:])
-    finally:
-        g.close()
-    runner.check("unfenced copy", t_unfenced_copy)
-    return runner.finish()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(localgate.main("test_local_copy",
+                            (("fenced copy", t_fenced_copy),
+                             ("versions, ACLs, owner", t_versions_acl_owner),
+                             ("representation headers", t_representation_headers)),
+                            (("unfenced copy", t_unfenced_copy),)))

@@ -9,55 +9,19 @@ Unfenced too (a config with unrouted_writes: allow). Asserts on the data
 directory, not only on status codes. Servers on 127.0.0.1 at run-time
 ports, stopped by PID. Prints 'N passed, N failed'."""
 import hashlib
-import json
 import os
 import sys
-import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
 import harness  # noqa: E402
+import localgate  # noqa: E402
+from localgate import acquire, client, error_of, lockapi, on_disk  # noqa: E402
 
-import boto3  # noqa: E402
-from botocore.config import Config  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 
 MIB = 1024 * 1024
-
-
-def client(url, token=None):
-    c = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
-                     aws_access_key_id="test", aws_secret_access_key="test",
-                     config=Config(s3={"addressing_style": "path"},
-                                   retries={"max_attempts": 1}))
-    if token is not None:
-        def add(request, **kwargs):
-            request.headers["X-Fencing-Token"] = str(token)
-        c.meta.events.register("before-sign.s3", add)
-    return c
-
-
-def lockapi(g, bucket, op, **body):
-    req = urllib.request.Request("%s/_fence/locks/%s/%s" % (g.url, bucket, op),
-                                 data=json.dumps(body).encode(), method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
-
-
-def acquire(g, bucket):
-    st, body = lockapi(g, bucket, "acquire", ttlMs=600000, holder="mpu")
-    assert st == 200, (st, body)
-    return body["epoch"]
-
-
-def error_of(fn):
-    try:
-        fn()
-    except ClientError as e:
-        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]
-    raise AssertionError("no error")
 
 
 def mpu_etag(*parts):
@@ -67,14 +31,6 @@ def mpu_etag(*parts):
 
 def uploads_dir(g, bucket):
     return os.path.join(g.data, bucket, ".fencegate", "uploads")
-
-
-def on_disk(g, bucket, key):
-    p = os.path.join(g.data, bucket, key)
-    if not os.path.isfile(p):
-        return None
-    with open(p, "rb") as f:
-        return f.read()
 
 
 def t_round_trip(g):
@@ -247,27 +203,9 @@ def t_unfenced():
         g.close()
 
 
-def main():
-    if not os.path.exists(os.path.join(harness.BIN, "fencegate")):
-        print("test_local_mpu: %s/fencegate is not built" % harness.BIN)
-        print("test_local_mpu: 0 passed, 1 failed")
-        return 1
-    runner = harness.Runner("test_local_mpu")
-    g = harness.Fencegate()
-    try:
-        for name, fn in (("round trip", t_round_trip), ("part checks", t_part_checks),
-                         ("upload part copy", t_part_copy),
-                         ("fenced completion", t_fenced_complete)):
-            runner.check(name, fn, g)
-        runner.check("still alive", lambda: None if g.alive() else
-                     (_ for _ in ()).throw(AssertionError("fencegate exited")))
-        if runner.failed:
-            print(g.stderr()[-4000:])
-    finally:
-        g.close()
-    runner.check("unfenced", t_unfenced)
-    return runner.finish()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(localgate.main("test_local_mpu",
+                            (("round trip", t_round_trip), ("part checks", t_part_checks),
+                             ("upload part copy", t_part_copy),
+                             ("fenced completion", t_fenced_complete)),
+                            (("unfenced", t_unfenced),)))

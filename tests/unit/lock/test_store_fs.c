@@ -133,6 +133,17 @@ static void path_in(const struct fixture *f, const char *rel, char *out, size_t 
 	snprintf(out, len, "%s/%s", f->dir, rel);
 }
 
+/* rel exists under the store directory. */
+static void assert_in_dir(const struct fixture *f, const char *rel)
+{
+	char path[512];
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, rel);
+	if (stat(path, &sb) != 0)
+		fail_msg("\"%s\" is not in the store directory", rel);
+}
+
 static void sidecar_path(const struct fixture *f, const char *key, char *out, size_t len)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -774,8 +785,7 @@ static void test_any_key_round_trips(void **state)
 		seg300, seg1024, c1, c2, c3,
 	};
 	enum { N = sizeof(keys) / sizeof(keys[0]) };
-	char *sorted[N], longkey[1100], path[256];
-	struct stat sb;
+	char *sorted[N], longkey[1100];
 	size_t i;
 
 	memset(seg300, 's', 300);
@@ -803,14 +813,10 @@ static void test_any_key_round_trips(void **state)
 	for (i = 0; i < N; i++)
 		list_all_and_check(f, "", sorted[i], 2, sorted + i + 1, N - i - 1);
 	/* on disk: escapes only where a file name needs them */
-	path_in(f, "%2E./x", path, sizeof(path));
-	assert_int_equal(stat(path, &sb), 0);
-	path_in(f, "trail/%", path, sizeof(path));
-	assert_int_equal(stat(path, &sb), 0);
-	path_in(f, "100%25", path, sizeof(path));
-	assert_int_equal(stat(path, &sb), 0);
-	path_in(f, "%2Efencegate/meta/x", path, sizeof(path));
-	assert_int_equal(stat(path, &sb), 0);
+	assert_in_dir(f, "%2E./x");
+	assert_in_dir(f, "trail/%");
+	assert_in_dir(f, "100%25");
+	assert_in_dir(f, "%2Efencegate/meta/x");
 	/* deletes find them too */
 	for (i = 0; i < N; i++)
 		assert_int_equal(store_delete(f->st, keys[i], NULL, &f->res), STORE_OK);
@@ -831,8 +837,6 @@ static void test_key_and_its_children(void **state)
 {
 	struct fixture *f = *state;
 	char *want[] = { "a", "a/b", "a/b/c" }, *after_delete[] = { "a", "a/b/c" };
-	char path[256];
-	struct stat sb;
 
 	assert_int_equal(put_str(f, "a/b", "ab", STORE_COND_NONE, NULL), STORE_OK);
 	assert_int_equal(put_str(f, "a", "a", STORE_COND_IF_NONE_MATCH_ANY, NULL), STORE_OK);
@@ -849,12 +853,9 @@ static void test_key_and_its_children(void **state)
 	list_all_and_check(f, "a", NULL, 2, want, 3);
 	list_all_and_check(f, "a/", NULL, 5, want + 1, 2);
 	list_all_and_check(f, "a/b", "a/b", 5, want + 2, 1);
-	path_in(f, "a/%@", path, sizeof(path));
-	assert_int_equal(stat(path, &sb), 0);
-	path_in(f, "a/b/%@", path, sizeof(path));
-	assert_int_equal(stat(path, &sb), 0);
-	path_in(f, "a/b/c", path, sizeof(path));
-	assert_int_equal(stat(path, &sb), 0);
+	assert_in_dir(f, "a/%@");
+	assert_in_dir(f, "a/b/%@");
+	assert_in_dir(f, "a/b/c");
 	/* replace and condition the moved object like any other */
 	assert_int_equal(store_head(f->st, "a/b", &f->res), STORE_OK);
 	assert_int_equal(put_str(f, "a/b", "ab2", STORE_COND_IF_MATCH, f->res.etag), STORE_OK);
