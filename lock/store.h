@@ -186,6 +186,11 @@ struct store_ops {
 	/* if_match: NULL for an unconditional delete. */
 	enum store_code (*del)(struct store *st, const char *key,
 			       const char *if_match, struct store_result *res);
+	/* Local-directory store only (NULL elsewhere): a head of key, and in
+	 * *fd (the caller's) a read-only descriptor of that very version's
+	 * bytes, which a later replace or delete does not change. */
+	enum store_code (*get_file)(struct store *st, const char *key, int *fd,
+				    struct store_result *res);
 	/* The same with store_delete_opts; NULL in a backend that has only
 	 * del (store_delete_ex then refuses an if_meta condition). */
 	enum store_code (*del_opts)(struct store *st, const char *key,
@@ -246,6 +251,20 @@ static inline enum store_code store_put(struct store *st, const char *key, const
 static inline enum store_code store_delete(struct store *st, const char *key, const char *if_match,
 					   struct store_result *res)
 { return st->ops->del(st, key, if_match, res); }
+/* get_file of the backend: STORE_ERR_INVALID where there is none. *fd is
+ * -1 unless STORE_OK. */
+static inline enum store_code store_get_file(struct store *st, const char *key, int *fd,
+					     struct store_result *res)
+{
+	*fd = -1;
+	if (!st->ops->get_file) {
+		store_result_clear(res);
+		res->code = STORE_ERR_INVALID;
+		return STORE_ERR_INVALID;
+	}
+	return st->ops->get_file(st, key, fd, res);
+}
+
 /* A delete under store_delete_opts (NULL: unconditional). A backend that
  * cannot check opts->if_meta answers STORE_ERR_INVALID. */
 enum store_code store_delete_ex(struct store *st, const char *key,

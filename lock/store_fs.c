@@ -258,8 +258,8 @@ void store_fs_write_unlock(int *fds, int n)
 		close(fds[--n]);
 }
 
-static enum store_code fs_get_or_head(struct store *st, const char *key, int want_body,
-				      struct store_result *res)
+static enum store_code fs_get_or_head(struct store *st, const char *key, enum fs_read want_body,
+				      int *fd, struct store_result *res)
 {
 	struct fs_store *fs = store_fs_begin(st, res);
 	struct fs_object obj = { 0 };
@@ -289,10 +289,13 @@ static enum store_code fs_get_or_head(struct store *st, const char *key, int wan
 	snprintf(res->etag, sizeof(res->etag), "%s", obj.etag);
 	res->last_modified = obj.last_modified;
 	res->content_length = obj.size;
-	if (want_body) {
+	if (want_body == FS_READ_BODY) {
 		res->body = obj.body;
 		res->body_len = (size_t)obj.size;
 		obj.body = NULL;
+	} else if (want_body == FS_READ_FD) {
+		*fd = obj.fd;
+		obj.has_fd = 0;
 	}
 	/* no sidecar (a file dropped in by hand): content type "" = unknown */
 	if (obj.json) {
@@ -311,12 +314,19 @@ out:
 
 static enum store_code fs_get(struct store *st, const char *key, struct store_result *res)
 {
-	return fs_get_or_head(st, key, 1, res);
+	return fs_get_or_head(st, key, FS_READ_BODY, NULL, res);
 }
 
 static enum store_code fs_head(struct store *st, const char *key, struct store_result *res)
 {
-	return fs_get_or_head(st, key, 0, res);
+	return fs_get_or_head(st, key, FS_READ_HEAD, NULL, res);
+}
+
+static enum store_code fs_get_file(struct store *st, const char *key, int *fd,
+				   struct store_result *res)
+{
+	*fd = -1;
+	return fs_get_or_head(st, key, FS_READ_FD, fd, res);
 }
 
 /* The version a write replaces: *exists, and in cur its ETag, metadata and
@@ -616,6 +626,7 @@ static const struct store_ops fs_ops = {
 	.put = fs_put,
 	.del = fs_del,
 	.del_opts = fs_del_opts,
+	.get_file = fs_get_file,
 	.list = store_fs_list,
 	.close = fs_close,
 };

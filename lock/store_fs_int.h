@@ -61,6 +61,15 @@ struct fs_object {
 	char *body;                /* only when asked for; owned */
 	cJSON *json;               /* the sidecar when it matches the object; owned */
 	enum fs_side side;
+	int has_fd;                /* FS_READ_FD: fd is the object's, owned */
+	int fd;
+};
+
+/* What store_fs_object_read reads. */
+enum fs_read {
+	FS_READ_HEAD = 0,          /* size, ETag, metadata */
+	FS_READ_BODY = 1,          /* and the bytes */
+	FS_READ_FD = 2,            /* and an open descriptor of the file */
 };
 
 /* How to walk to a key's directory. */
@@ -160,7 +169,7 @@ void store_fs_recover_moves(struct fs_store *fs);
 /* The quoted MD5 hex ETag of data[0..len). Returns 0 or -1. */
 int store_fs_etag_of_buffer(const void *data, size_t len, char etag[STORE_ETAG_MAX]);
 /* Reads object name of dir_fd (key's) into *obj, which the caller frees
- * with store_fs_object_free(); the body only when want_body. */
+ * with store_fs_object_free(); want_body is an enum fs_read. */
 enum store_code store_fs_object_read(struct fs_store *fs, int dir_fd, const char *name,
 				     const char *key, int want_body,
 				     struct fs_object *obj, struct store_result *res);

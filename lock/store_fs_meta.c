@@ -241,6 +241,8 @@ static void file_ident(const struct stat *sb, char ident[FS_IDENT_MAX])
 
 void store_fs_object_free(struct fs_object *obj)
 {
+	if (obj->has_fd)
+		close(obj->fd);
 	free(obj->body);
 	cJSON_Delete(obj->json);
 	memset(obj, 0, sizeof(*obj));
@@ -375,7 +377,7 @@ enum store_code store_fs_object_read(struct fs_store *fs, int dir_fd, const char
 		goto out;
 	}
 	obj->size = sb.st_size;
-	if (want_body) {
+	if (want_body == FS_READ_BODY) {
 		size_t got = 0;
 
 		obj->body = malloc((size_t)sb.st_size + 1);
@@ -407,14 +409,20 @@ enum store_code store_fs_object_read(struct fs_store *fs, int dir_fd, const char
 		obj->json = m.json;
 		m.json = NULL;
 	} else {
-		int rc = want_body ? store_fs_etag_of_buffer(obj->body, (size_t)obj->size, obj->etag)
-				   : etag_of_fd(fd, obj->size, obj->etag);
+		int rc = want_body == FS_READ_BODY
+			? store_fs_etag_of_buffer(obj->body, (size_t)obj->size, obj->etag)
+			: etag_of_fd(fd, obj->size, obj->etag);
 
 		if (rc < 0) {
 			code = store_fs_fail_io(res, "checksum object", key, errno);
 			goto out;
 		}
 		obj->last_modified = (int64_t)sb.st_mtime;
+	}
+	if (want_body == FS_READ_FD) {
+		obj->fd = fd;
+		obj->has_fd = 1;
+		fd = -1;
 	}
 	code = STORE_OK;
 out:

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "http/jobs.h"
 #include "ops/log.h"
@@ -66,6 +67,8 @@ static void call_free(void *arg)
 	free(c->upload_id_marker);
 	free(c->version_id_marker);
 	free(c->xml);
+	if (c->body_fd >= 0)
+		close(c->body_fd);
 	store_result_clear(&c->res);
 	free(c);
 }
@@ -308,16 +311,15 @@ static void job_done(void *arg)
 				 c->res.content_length);
 			front_hdrs_add(&h, "Content-Range", buf);
 		}
-		if (c->op == OP_HEAD || !c->res.body) {
-			/* Content-Length is the object's (or range's) size */
-			if (proxy_req_reply_start(req, c->status, &h, c->range_len) == 0)
-				proxy_req_reply_end(req);
-			break;
+		/* Content-Length is the object's (or range's) size; a GET's
+		 * bytes follow from the file (the front end owns the fd) */
+		if (proxy_req_reply_start(req, c->status, &h, c->range_len) == 0) {
+			if (c->op == OP_GET && c->body_fd >= 0) {
+				proxy_req_reply_file(req, c->body_fd, c->range_start, c->range_len);
+				c->body_fd = -1;
+			}
+			proxy_req_reply_end(req);
 		}
-		/* One write: the front end queues it; a client that leaves
-		 * mid-body simply drops it. */
-		proxy_req_reply(req, c->status, &h, NULL, c->res.body + c->range_start,
-				(size_t)c->range_len);
 		break;
 	}
 out:
@@ -515,6 +517,7 @@ static struct s3l_call *call_new(struct s3local *s, struct proxy_req *req, enum 
 	c->op = op;
 	c->res.content_length = -1;
 	c->decoded_length = -1;
+	c->body_fd = -1;
 	return c;
 }
 

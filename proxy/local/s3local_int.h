@@ -146,6 +146,7 @@ struct s3l_call {
 	int has_object_epoch;
 	uint64_t object_epoch;      /* for 409 FencingTokenStale */
 	struct store_result res;    /* GET/HEAD/PUT answer */
+	int body_fd;                /* GET: the object's bytes, -1 none */
 	int64_t range_start, range_len; /* the part of res.body to send */
 	int partial;                /* 206 */
 	char *xml;                  /* listing answers; malloc'd */

@@ -507,13 +507,9 @@ void s3l_run_get_or_head(struct s3l_call *c)
 	if (read_conditions(c, &c->res) < 0)
 		goto out;
 	if (c->op == OP_GET) {
-		if (c->res.content_length > (int64_t)c->s->max_object) {
-			s3l_call_fail(c, 501, "NotImplemented",
-				      "the object is larger than the embedded store serves (%zu bytes)",
-				      c->s->max_object);
-			goto out;
-		}
-		code = store_get(st, c->key, &c->res);
+		/* the bytes go out from the file itself (sendfile), never
+		 * through memory; the descriptor keeps this very version */
+		code = store_get_file(st, c->key, &c->body_fd, &c->res);
 		if (code != STORE_OK) {
 			s3l_fail_from_store(c, &c->res);
 			goto out;
