@@ -31,13 +31,13 @@
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static void call_free(void *arg)
+void s3l_call_free(struct s3l_call *c)
 {
-	struct s3l_call *c = arg;
 	size_t i;
 
 	if (!c)
 		return;
+	s3l_spool_free(c->spool);
 	free(c->key);
 	free(c->body);
 	free(c->content_type);
@@ -324,17 +324,17 @@ static void job_done(void *arg)
 	}
 out:
 	front_hdrs_clear(&h);
-	call_free(c);
+	s3l_call_free(c);
 }
 
 /* ---- request parsing (loop thread) ------------------------------------- */
 
-static void submit(struct s3l_call *c)
+void s3l_submit(struct s3l_call *c)
 {
 	if (jobs_submit(c->s->jobs, job_run, job_done, c) < 0) {
 		proxy_req_reply_error(c->req, 503, "SlowDown",
 				      "the server is shutting down or out of memory", NULL);
-		call_free(c);
+		s3l_call_free(c);
 	}
 }
 
@@ -344,6 +344,26 @@ static int on_body(struct proxy_req *req, const char *data, size_t len, void *ar
 
 	if (!c->keep_body)
 		return 0;
+	if (c->spool) {
+		int r;
+
+		if ((int64_t)len > S3L_STREAM_MAX - s3l_spool_size(c->spool)) {
+			proxy_req_reply_error(req, 413, "EntityTooLarge",
+					      "your proposed upload exceeds the maximum allowed size (5 GiB)",
+					      NULL);
+			if (!s3l_spool_end(c, 0))
+				s3l_call_free(c);
+			return -1;
+		}
+		r = s3l_spool_feed(c, data, len);
+		if (r < 0) {
+			proxy_req_reply_error(req, 503, "SlowDown", "out of memory for the request body",
+					      NULL);
+			if (!s3l_spool_end(c, 0))
+				s3l_call_free(c);
+		}
+		return r;
+	}
 	if (len > c->body_max - c->body_len) {
 		if (c->op == OP_PUT || c->op == OP_MPU_PART)
 			proxy_req_reply_error(req, 413, "EntityTooLarge",
@@ -352,7 +372,7 @@ static int on_body(struct proxy_req *req, const char *data, size_t len, void *ar
 		else
 			proxy_req_reply_error(req, 400, "MalformedXML",
 					      "the request body is too large", NULL);
-		call_free(c); /* the reply ended the request: no end call follows */
+		s3l_call_free(c); /* the reply ended the request: no end call follows */
 		return -1;
 	}
 	if (c->body_len + len > c->body_cap) {
@@ -365,7 +385,7 @@ static int on_body(struct proxy_req *req, const char *data, size_t len, void *ar
 		if (!grown) {
 			proxy_req_reply_error(req, 503, "SlowDown", "out of memory for the request body",
 					      NULL);
-			call_free(c);
+			s3l_call_free(c);
 			return -1;
 		}
 		c->body = grown;
@@ -381,11 +401,13 @@ static void on_end(struct proxy_req *req, int ok, void *arg)
 	struct s3l_call *c = arg;
 
 	(void)req;
+	if (c->spool && s3l_spool_end(c, ok))
+		return; /* the chunk being written decides */
 	if (!ok) {
-		call_free(c); /* the client left or sent a bad body: last call */
+		s3l_call_free(c); /* the client left or sent a bad body: last call */
 		return;
 	}
-	submit(c);
+	s3l_submit(c);
 }
 
 /* Answers 501 for something S3 has and this server does not. */
@@ -692,7 +714,20 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	if (op >= OP_MPU_PART && op <= OP_MPU_LIST_PARTS && s3l_take_mpu_params(c, &q) < 0)
 		goto fail;
 	clen = proxy_req_content_length(req);
-	if (op == OP_PUT || op == OP_MPU_PART) {
+	if ((op == OP_PUT || op == OP_MPU_PART) && !c->aws_chunked) {
+		/* spooled to disk as it arrives: never whole in memory */
+		if (clen > S3L_STREAM_MAX) {
+			s3l_bad_request(req, 413, "EntityTooLarge",
+					"your proposed upload exceeds the maximum allowed size (5 GiB)");
+			goto fail;
+		}
+		c->keep_body = 1;
+		c->spool = s3l_spool_new();
+		if (!c->spool) {
+			s3l_bad_request(req, 503, "SlowDown", "out of memory for the request body");
+			goto fail;
+		}
+	} else if (op == OP_PUT || op == OP_MPU_PART) {
 		int64_t want = c->decoded_length >= 0 ? c->decoded_length : clen;
 
 		if (want > (int64_t)s->max_object) {
@@ -728,13 +763,13 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	 * req's ctx slot is left to the handlers before this one. */
 	if (proxy_req_consume(req, on_body, on_end, c) < 0) {
 		s3l_bad_request(req, 500, "InternalError", "the request body could not be read");
-		call_free(c);
+		s3l_call_free(c);
 	}
 	query_free(&q);
 	free(bucket);
 	return PROXY_HANDLED;
 fail:
-	call_free(c);
+	s3l_call_free(c);
 out:
 	query_free(&q);
 	free(bucket);

@@ -39,11 +39,12 @@
  * authenticated here (the embedded default listens on loopback);
  * /_fence/... is never handled (PROXY_PASS).
  *
- * Limits: object and part bodies are buffered in memory, up to
- * max_object_bytes (default 64 MiB; a larger PUT answers 413
- * EntityTooLarge), both on PUT and on GET; a completed multipart object is
- * written from its part files and may be larger (up to 10000 parts), but
- * GET serves at most max_object_bytes. Kept with an object: Content-Type,
+ * Limits: PUT and UploadPart bodies go to disk as they arrive
+ * (s3local_spool.c: 1 MiB at a time, reading paused while a chunk is
+ * written), up to S3's 5 GiB (413 EntityTooLarge beyond); aws-chunked
+ * bodies, CopyObject sources and CompleteMultipartUpload's XML are held in
+ * memory, up to max_object_bytes (default 64 MiB). GET sends the object
+ * from its file (sendfile), whatever its size. Kept with an object: Content-Type,
  * Cache-Control, Content-Disposition, Content-Encoding (without
  * aws-chunked), Content-Language, Expires and x-amz-meta-* (at most 16
  * pairs, 2 KiB). ETags are the MD5 of the content, as S3 gives for

@@ -27,6 +27,7 @@
 #define S3L_META_BYTES    2048      /* S3's limit on user metadata */
 #define S3L_CONFIG_MAX    (64 * 1024) /* CreateBucketConfiguration body */
 #define S3L_COMPLETE_MAX  (2 * 1024 * 1024) /* CompleteMultipartUpload body */
+#define S3L_STREAM_MAX    (5LL * 1024 * 1024 * 1024) /* a spooled PUT or part, as S3 */
 #define S3L_PARTS_MAX     10000
 #define S3L_PART_MIN      (5 * 1024 * 1024) /* every part but the last, as S3 */
 #define S3L_OWNER         "<Owner><ID>fencegate</ID><DisplayName>fencegate</DisplayName></Owner>"
@@ -100,7 +101,8 @@ struct s3l_call {
 	char bucket[S3L_BUCKET_MAX + 1];
 	char *key;                  /* decoded; NULL for bucket operations */
 
-	/* request body */
+	/* request body: in memory, or (spool) on its way to disk */
+	struct s3l_spool *spool;
 	char *body;
 	size_t body_len, body_cap, body_max;
 	int keep_body;              /* 0: bytes are read and dropped */
@@ -178,6 +180,34 @@ enum proxy_action s3l_bad_request(struct proxy_req *req, int status, const char 
 /* The value of name: NULL when absent, "" when given without '='; *present
  * (may be NULL) says whether it was given. */
 const char *s3l_query_get(const struct s3l_query *q, const char *name, int *present);
+
+/* Frees c (everything it owns). Accepts NULL. */
+void s3l_call_free(struct s3l_call *c);
+/* Hands c to the jobs pool (its op's job, then the reply); answers 503 and
+ * frees c when the pool refuses. */
+void s3l_submit(struct s3l_call *c);
+
+/* ---- s3local_spool.c: request bodies spooled to disk ------------------- */
+
+struct store_file_range;
+struct s3l_spool *s3l_spool_new(void);
+void s3l_spool_free(struct s3l_spool *sp); /* accepts NULL */
+/* Bytes taken so far. */
+int64_t s3l_spool_size(const struct s3l_spool *sp);
+/* The body callback's part (loop): 0 go on, 1 pause (a chunk is being
+ * written; reading resumes when it is), -1 out of memory. */
+int s3l_spool_feed(struct s3l_call *c, const char *data, size_t len);
+/* The body's end (loop): 1 when a chunk is still being written (its job
+ * then submits c, or frees it when !ok), 0 to go on as usual. */
+int s3l_spool_end(struct s3l_call *c, int ok);
+/* In the op's job: writes the rest, fsyncs; md5 gets the body's MD5 and r
+ * the file's range (fd -1 for an empty body). 0, or -1 with c failed. */
+int s3l_spool_finish(struct s3l_call *c, unsigned char md5[16], struct store_file_range *r);
+/* The finished body's MD5. 0, or -1 before s3l_spool_finish. */
+int s3l_spool_md5(const struct s3l_spool *sp, unsigned char md5[16]);
+/* Gives the spooled body the name name in dir_fd (a hard link, else a
+ * copy), fsynced. 0, or -1 with errno. */
+int s3l_spool_link(struct s3l_call *c, int dir_fd, const char *name);
 
 /* ---- s3local_bucket.c: bucket stores and bucket jobs ------------------- */
 
@@ -277,8 +307,9 @@ int s3l_etag_match(const char *want, const char *have);
 
 void s3l_run_put(struct s3l_call *c);
 /* The request body made ready to store: aws-chunked framing removed, size
- * and Content-MD5 checked. Returns 0, or -1 with c failed. */
-int s3l_prepare_body(struct s3l_call *c);
+ * and Content-MD5 checked; a spooled body written out, r its file range
+ * (r->fd -1: the body is c->body). Returns 0, or -1 with c failed. */
+int s3l_prepare_body(struct s3l_call *c, struct store_file_range *r);
 /* The write's content type, headers and metadata from c into opts. */
 void s3l_object_opts(const struct s3l_call *c, struct store_put_opts *opts);
 /* Writes c->key in st with opts and the body (or opts' files): the

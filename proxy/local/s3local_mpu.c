@@ -377,10 +377,11 @@ int s3l_read_parts(int dir_fd, struct s3l_part **out, size_t *nout)
 	return 0;
 }
 
-/* Stores data as part c->part_number of the open upload, replacing an
- * earlier one of the same number. md5hex gets its MD5. 0 or -1. */
+/* Stores data (md5 NULL), or the spooled body whose MD5 is md5, as part
+ * c->part_number of the open upload, replacing an earlier one of the same
+ * number. md5hex gets its MD5. 0 or -1. */
 static int store_part(struct s3l_call *c, struct s3l_upload *u, const void *data, size_t len,
-		      char md5hex[33])
+		      const unsigned char *md5, char md5hex[33])
 {
 	unsigned char md[EVP_MAX_MD_SIZE], rnd[8];
 	unsigned int mdlen = 0;
@@ -388,16 +389,16 @@ static int store_part(struct s3l_call *c, struct s3l_upload *u, const void *data
 	struct s3l_part *parts = NULL;
 	size_t n = 0, i;
 
-	if (!EVP_Digest(data ? data : "", len, md, &mdlen, EVP_md5(), NULL) ||
+	if ((!md5 && !EVP_Digest(data ? data : "", len, md, &mdlen, EVP_md5(), NULL)) ||
 	    RAND_bytes(rnd, sizeof(rnd)) != 1) {
 		s3l_call_fail(c, 500, "InternalError", "computing the part's MD5 failed");
 		return -1;
 	}
-	hex_encode(md, 16, md5hex);
+	hex_encode(md5 ? md5 : md, 16, md5hex);
 	md5hex[32] = '\0';
 	snprintf(tmp, sizeof(tmp), ".tmp-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3],
 		 rnd[4], rnd[5]);
-	if (write_file(u->dir_fd, tmp, data, len) < 0) {
+	if ((md5 ? s3l_spool_link(c, u->dir_fd, tmp) : write_file(u->dir_fd, tmp, data, len)) < 0) {
 		s3l_call_fail(c, 500, "InternalError", "cannot write the part: %s", strerror(errno));
 		return -1;
 	}
@@ -455,17 +456,27 @@ void s3l_run_mpu_part(struct s3l_call *c)
 	struct s3l_upload u = { .dir_fd = -1, .lock_fd = -1 };
 	struct evbuffer *b = NULL;
 	struct store *st = NULL;
+	struct store_file_range r = { .fd = -1 };
 	const void *data = c->body;
 	size_t len = c->body_len;
 	char md5hex[33], etag[40], when[40];
-	int owned = 0;
+	unsigned char md5[16];
+	int owned = 0, spooled = 0;
 
-	if (c->op == OP_MPU_PART && s3l_prepare_body(c) < 0)
-		return;
 	pthread_rwlock_rdlock(&c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st)
 		goto out;
+	if (c->op == OP_MPU_PART && s3l_prepare_body(c, &r) < 0)
+		goto out;
+	if (r.fd >= 0) {
+		/* the spooled body's MD5, which s3l_prepare_body checked */
+		spooled = 1;
+		if (s3l_spool_md5(c->spool, md5) < 0) {
+			s3l_call_fail(c, 500, "InternalError", "the part's MD5 is lost");
+			goto out;
+		}
+	}
 	if (c->op == OP_MPU_PART_COPY) {
 		int64_t start, n;
 
@@ -474,7 +485,8 @@ void s3l_run_mpu_part(struct s3l_call *c)
 		data = src.body + start;
 		len = (size_t)n;
 	}
-	if (s3l_upload_open(c, &u, 0) < 0 || store_part(c, &u, data, len, md5hex) < 0)
+	if (s3l_upload_open(c, &u, 0) < 0 ||
+	    store_part(c, &u, data, len, spooled ? md5 : NULL, md5hex) < 0)
 		goto out;
 	snprintf(etag, sizeof(etag), "\"%s\"", md5hex);
 	snprintf(c->res.etag, sizeof(c->res.etag), "%s", etag);

@@ -249,7 +249,9 @@ void s3l_run_mpu_complete(struct s3l_call *c)
 	size_t i, nopen = 0;
 	int owned = 0, ufd;
 
-	if (s3l_prepare_body(c) < 0 || parse_complete(c, &p) < 0)
+	struct store_file_range none = { .fd = -1 };
+
+	if (s3l_prepare_body(c, &none) < 0 || parse_complete(c, &p) < 0)
 		goto free_parse;
 	pthread_rwlock_rdlock(&c->s->buckets);
 	st = s3l_bucket_store(c, &owned);

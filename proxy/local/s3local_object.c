@@ -2,8 +2,9 @@
  * of GetObject, HeadObject, PutObject and DeleteObject, their jobs (the
  * client's conditions, ranges, Content-MD5, aws-chunked framing, and the
  * fencing contract's object-level compare-and-swap of s3local.h), and the
- * object headers of the reply. It keeps whole bodies in memory and does not
- * check aws-chunked signatures (nothing here authenticates); multipart
+ * object headers of the reply. Plain bodies arrive spooled to a file
+ * (s3local_spool.c), aws-chunked ones in memory, whose signatures it does
+ * not check (nothing here authenticates); multipart
  * uploads and copies are s3local_mpu.c and s3local_copy.c, which write
  * through s3l_put_object here. */
 #include <errno.h>
@@ -154,19 +155,23 @@ bad:
 	return -1;
 }
 
-/* Checks Content-MD5 (base64 of the MD5 of the body). Returns 0 or -1. */
-static int check_content_md5(struct s3l_call *c)
+/* Checks Content-MD5 (base64 of the MD5 of the body) against the body's
+ * MD5 have (NULL: of the body in memory). Returns 0 or -1. */
+static int check_content_md5(struct s3l_call *c, const unsigned char *have)
 {
-	unsigned char want[32], have[EVP_MAX_MD_SIZE];
-	unsigned int hlen = 0;
+	unsigned char want[32], mem[EVP_MAX_MD_SIZE];
+	unsigned int hlen = 16;
 	size_t n = strlen(c->content_md5);
 
 	if (n != 24 || EVP_DecodeBlock(want, (const unsigned char *)c->content_md5, (int)n) != 18) {
 		s3l_call_fail(c, 400, "InvalidDigest", "the Content-MD5 you specified is not valid");
 		return -1;
 	}
-	if (!EVP_Digest(c->body ? c->body : "", c->body_len, have, &hlen, EVP_md5(), NULL) ||
-	    hlen != 16 || memcmp(want, have, 16) != 0) {
+	if (!have && !EVP_Digest(c->body ? c->body : "", c->body_len, mem, &hlen, EVP_md5(), NULL))
+		hlen = 0;
+	if (!have)
+		have = mem;
+	if (hlen != 16 || memcmp(want, have, 16) != 0) {
 		s3l_call_fail(c, 400, "BadDigest",
 			      "the Content-MD5 you specified did not match what was received");
 		return -1;
@@ -217,8 +222,15 @@ static int client_write_conditions(struct s3l_call *c, int exists, const struct 
 	return 0;
 }
 
-int s3l_prepare_body(struct s3l_call *c)
+int s3l_prepare_body(struct s3l_call *c, struct store_file_range *r)
 {
+	unsigned char md5[16];
+
+	if (c->spool) {
+		if (s3l_spool_finish(c, md5, r) < 0)
+			return -1;
+		return c->content_md5 ? check_content_md5(c, md5) : 0;
+	}
 	if (c->aws_chunked && aws_chunked_decode(c) < 0)
 		return -1;
 	if (c->body_len > c->s->max_object) {
@@ -226,7 +238,7 @@ int s3l_prepare_body(struct s3l_call *c)
 			      "the embedded store takes objects up to %zu bytes", c->s->max_object);
 		return -1;
 	}
-	if (c->content_md5 && check_content_md5(c) < 0)
+	if (c->content_md5 && check_content_md5(c, NULL) < 0)
 		return -1;
 	return 0;
 }
@@ -308,16 +320,24 @@ out:
 void s3l_run_put(struct s3l_call *c)
 {
 	struct store_put_opts opts = { 0 };
+	struct store_file_range r = { .fd = -1 };
 	struct store *st = NULL;
 	int owned = 0;
 
-	if (s3l_prepare_body(c) < 0)
-		return;
-	s3l_object_opts(c, &opts);
 	pthread_rwlock_rdlock(&c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
-	if (st)
-		s3l_put_object(c, st, &opts, c->body, c->body_len);
+	if (!st || s3l_prepare_body(c, &r) < 0)
+		goto out;
+	s3l_object_opts(c, &opts);
+	if (r.fd >= 0) {
+		/* from the spooled file */
+		opts.files = &r;
+		opts.nfiles = 1;
+		s3l_put_object(c, st, &opts, NULL, 0);
+	} else {
+		s3l_put_object(c, st, &opts, c->body ? c->body : "", c->body_len);
+	}
+out:
 	pthread_rwlock_unlock(&c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);

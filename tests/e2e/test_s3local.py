@@ -479,11 +479,11 @@ def t_any_keys(g):
 
 def t_too_large(g):
     g.make_bucket("large-bucket")
-    # announced too big: refused before the body is read
+    # announced bigger than S3's 5 GiB: refused before the body is read
     conn = http.client.HTTPConnection("127.0.0.1", g.port, timeout=30)
     try:
         conn.putrequest("PUT", "/large-bucket/huge")
-        for k, v in g.wh("large-bucket", {"Content-Length": str(65 * 1024 * 1024),
+        for k, v in g.wh("large-bucket", {"Content-Length": str(5 * 1024 ** 3 + 1),
                                           "Expect": "100-continue"}).items():
             conn.putheader(k, v)
         conn.endheaders()
@@ -494,6 +494,56 @@ def t_too_large(g):
         conn.close()
     st, _, _ = g.http("HEAD", "/large-bucket/huge")
     assert st == 404, st
+
+
+def peak_rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def t_streamed(g):
+    """A 200 MiB PUT (over the 64 MiB that buffered bodies may have) goes
+    to disk as it arrives and comes back from the file: the server's peak
+    memory stays far below the object's size."""
+    g.make_bucket("stream-bucket")
+    size, chunk = 200 * 1024 * 1024, os.urandom(1024 * 1024)
+    md5 = hashlib.md5()
+    conn = http.client.HTTPConnection("127.0.0.1", g.port, timeout=120)
+    try:
+        conn.putrequest("PUT", "/stream-bucket/big")
+        for k, v in g.wh("stream-bucket", {"Content-Length": str(size),
+                                           "Content-Type": "application/octet-stream"}).items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        for _ in range(size // len(chunk)):
+            conn.send(chunk)
+            md5.update(chunk)
+        r = conn.getresponse()
+        body = r.read()
+        assert r.status == 200, (r.status, body)
+        assert r.getheader("ETag") == '"%s"' % md5.hexdigest(), r.getheader("ETag")
+    finally:
+        conn.close()
+    assert os.path.getsize(os.path.join(g.data.path, "stream-bucket", "big")) == size
+    back = hashlib.md5()
+    conn = http.client.HTTPConnection("127.0.0.1", g.port, timeout=120)
+    try:
+        conn.request("GET", "/stream-bucket/big")
+        r = conn.getresponse()
+        assert r.status == 200 and int(r.getheader("Content-Length")) == size
+        while True:
+            b = r.read(1 << 20)
+            if not b:
+                break
+            back.update(b)
+    finally:
+        conn.close()
+    assert back.hexdigest() == md5.hexdigest()
+    peak = peak_rss_kib(g.proc.pid)
+    assert peak < 100 * 1024, "peak RSS %d KiB for a 200 MiB object" % peak
 
 
 def t_aws_cli(g):
@@ -593,6 +643,7 @@ def main():
                          ("501 for what the embedded store lacks", t_not_implemented),
                          ("any key", t_any_keys),
                          ("too large", t_too_large),
+                         ("bodies streamed to and from disk", t_streamed),
                          ("aws cli cp and ls", t_aws_cli),
                          ("fencing compare-and-swap", t_fencing_cas)):
             runner.check(name, fn, g)
