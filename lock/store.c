@@ -48,8 +48,8 @@ const char *const store_hdr_names[STORE_HDR_COUNT] = {
 enum store_code store_delete_ex(struct store *st, const char *key,
 				const struct store_delete_opts *opts, struct store_result *res)
 {
-	if (st->ops->del_opts)
-		return st->ops->del_opts(st, key, opts, res);
+	if (st->ext && st->ext->del_opts)
+		return st->ext->del_opts(st, key, opts, res);
 	if (opts && opts->if_meta.name) {
 		store_result_clear(res);
 		res->code = STORE_ERR_INVALID;

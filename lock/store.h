@@ -186,16 +186,6 @@ struct store_ops {
 	/* if_match: NULL for an unconditional delete. */
 	enum store_code (*del)(struct store *st, const char *key,
 			       const char *if_match, struct store_result *res);
-	/* Local-directory store only (NULL elsewhere): a head of key, and in
-	 * *fd (the caller's) a read-only descriptor of that very version's
-	 * bytes, which a later replace or delete does not change. */
-	enum store_code (*get_file)(struct store *st, const char *key, int *fd,
-				    struct store_result *res);
-	/* The same with store_delete_opts; NULL in a backend that has only
-	 * del (store_delete_ex then refuses an if_meta condition). */
-	enum store_code (*del_opts)(struct store *st, const char *key,
-				    const struct store_delete_opts *opts,
-				    struct store_result *res);
 	/* Keys beginning with prefix, after start_after (may be NULL), or from
 	 * the continuation token (may be NULL); at most max_keys (1..1000). */
 	enum store_code (*list)(struct store *st, const char *prefix,
@@ -205,11 +195,27 @@ struct store_ops {
 	void (*close)(struct store *st);
 };
 
+/* Operations only some backends have (the local-directory store); a
+ * backend without them leaves struct store's ext NULL. */
+struct store_ext_ops {
+	/* Local-directory store only (NULL elsewhere): a head of key, and in
+	 * *fd (the caller's) a read-only descriptor of that very version's
+	 * bytes, which a later replace or delete does not change. */
+	enum store_code (*get_file)(struct store *st, const char *key, int *fd,
+				    struct store_result *res);
+	/* del with store_delete_opts; NULL where the backend has only del
+	 * (store_delete_ex then refuses an if_meta condition). */
+	enum store_code (*del_opts)(struct store *st, const char *key,
+				    const struct store_delete_opts *opts,
+				    struct store_result *res);
+};
+
 /* Every backend's object starts with this. */
 struct store {
 	const struct store_ops *ops;
 	char *root;              /* key prefix from the URL ("" or "dir/"), owned */
 	unsigned long requests;  /* requests sent to the backend, for tests and metrics */
+	const struct store_ext_ops *ext; /* NULL: none (store_get_file, store_delete_ex) */
 	int64_t deadline_mono_ms; /* 0: none. Else no request is sent, waited
 				  * for or retried past this time of the store's
 				  * time source (monotonic ms): the call fails
@@ -257,12 +263,12 @@ static inline enum store_code store_get_file(struct store *st, const char *key, 
 					     struct store_result *res)
 {
 	*fd = -1;
-	if (!st->ops->get_file) {
+	if (!st->ext || !st->ext->get_file) {
 		store_result_clear(res);
 		res->code = STORE_ERR_INVALID;
 		return STORE_ERR_INVALID;
 	}
-	return st->ops->get_file(st, key, fd, res);
+	return st->ext->get_file(st, key, fd, res);
 }
 
 /* A delete under store_delete_opts (NULL: unconditional). A backend that

@@ -625,10 +625,13 @@ static const struct store_ops fs_ops = {
 	.head = fs_head,
 	.put = fs_put,
 	.del = fs_del,
-	.del_opts = fs_del_opts,
-	.get_file = fs_get_file,
 	.list = store_fs_list,
 	.close = fs_close,
+};
+
+static const struct store_ext_ops fs_ext_ops = {
+	.get_file = fs_get_file,
+	.del_opts = fs_del_opts,
 };
 
 /* Opens (creating if needed) the reserved sub-directory name of parent_fd,
@@ -656,6 +659,7 @@ struct store *store_fs_open(const struct store_config *cfg, const char *dir,
 		return NULL;
 	}
 	fs->st.ops = &fs_ops;
+	fs->st.ext = &fs_ext_ops;
 	fs->root_fd = fs->tmp_fd = fs->side_fd = fs->legacy_fd = fs->locks_fd = -1;
 	fs->time = cfg && cfg->time ? cfg->time : timesrc_system();
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {

@@ -25,7 +25,8 @@
 
 struct s3l_spool {
 	int fd;                     /* the unlinked temp file, -1 until the first write */
-	int64_t len;                /* bytes in it */
+	int64_t len;                /* bytes in it (the job's) */
+	int64_t taken;              /* bytes the loop took (the loop's) */
 	EVP_MD_CTX *md5;
 	char *buf;                  /* bytes the loop took, not yet written */
 	size_t buf_len, buf_cap;
@@ -66,7 +67,7 @@ void s3l_spool_free(struct s3l_spool *sp)
 
 int64_t s3l_spool_size(const struct s3l_spool *sp)
 {
-	return sp->len + (int64_t)sp->buf_len;
+	return sp->taken;
 }
 
 /* An unlinked file in BUCKET/.fencegate (same file system as the bucket,
@@ -156,6 +157,7 @@ int s3l_spool_feed(struct s3l_call *c, const char *data, size_t len)
 	}
 	memcpy(sp->buf + sp->buf_len, data, len);
 	sp->buf_len += len;
+	sp->taken += (int64_t)len;
 	if (sp->job_running)
 		return 1;
 	if (sp->buf_len < SPOOL_CHUNK)

@@ -399,6 +399,49 @@ static void test_put_from_files(void **state)
 	unlink(path);
 }
 
+/* A sidecar of an older fencegate (DIR/.fencegate/meta/KEY, naming the file
+ * by inode and mtime) still gives the object its metadata and ETag. */
+static void test_legacy_sidecar(void **state)
+{
+	struct fixture *f = *state;
+	char path[512], text[512];
+	struct stat sb;
+	FILE *fp;
+
+	path_in(f, "old", path, sizeof(path));
+	assert_int_equal(mkdir(path, 0755), 0);
+	path_in(f, "old/obj.txt", path, sizeof(path));
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("old bytes", fp);
+	fclose(fp);
+	assert_int_equal(stat(path, &sb), 0);
+	snprintf(text, sizeof(text),
+		 "{\"v\":1,\"etag\":\"\\\"legacy-etag\\\"\",\"ident\":\"%ju:%jd:%ld\",\"size\":9,"
+		 "\"lastModified\":1234,\"contentType\":\"text/old\",\"meta\":{\"fencing-epoch\":\"4\"}}",
+		 (uintmax_t)sb.st_ino, (intmax_t)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
+	path_in(f, ".fencegate/meta", path, sizeof(path));
+	mkdir(path, 0755);
+	path_in(f, ".fencegate/meta/old", path, sizeof(path));
+	mkdir(path, 0755);
+	path_in(f, ".fencegate/meta/old/obj.txt", path, sizeof(path));
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	store_close(f->st);
+	f->st = open_store(f);
+	assert_int_equal(store_head(f->st, "old/obj.txt", &f->res), STORE_OK);
+	assert_string_equal(f->res.etag, "\"legacy-etag\"");
+	assert_string_equal(f->res.content_type, "text/old");
+	assert_string_equal(store_result_meta(&f->res, "fencing-epoch"), "4");
+	assert_int_equal(f->res.last_modified, 1234);
+	/* a rewrite moves it to the new sidecars */
+	put_epoch(f, "old/obj.txt", "new", "5");
+	assert_int_equal(store_head(f->st, "old/obj.txt", &f->res), STORE_OK);
+	assert_string_equal(store_result_meta(&f->res, "fencing-epoch"), "5");
+}
+
 static void test_metadata_round_trip(void **state)
 {
 	struct fixture *f = *state;
@@ -1157,6 +1200,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_crash_during_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_during_move, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_from_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_legacy_sidecar, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_clock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_counted, setup, teardown),
