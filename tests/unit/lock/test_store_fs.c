@@ -25,6 +25,8 @@
 #include "lock/store.h"
 #include "lock/timesrc.h"
 
+#define FS_TEST_KEY 1024
+
 struct fake_clock {
 	int64_t wall_ms;
 	int64_t mono_ms;
@@ -876,6 +878,77 @@ static void test_any_key_round_trips(void **state)
 
 /* A key and the keys under it coexist ("a", "a/b", "a/b/c"): the object of
  * a key that is also a directory lives in it as "%@". */
+/* Keys drawn from bytes that stress the names on disk ('/', '%', '.', a
+ * control byte, UTF-8, long runs that need continuation chunks): every
+ * listing, whole or by prefix or after a key, pages in byte order. A fixed
+ * seed, so a failure repeats. */
+static void test_random_keys_list_in_order(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const pieces[] = { "a", "b", "/", "%", ".", "\x01", "\xc3\xa9", "z",
+					      "%+", "%@", "0" };
+	enum { N = 150 };
+	char *keys[N], *sorted[N], *sub[N];
+	unsigned seed = 12345;
+	size_t n = 0, i, j;
+
+	while (n < N) {
+		char key[FS_TEST_KEY + 8] = "";
+		size_t len = 0, want = 1 + (seed = seed * 1103515245u + 12345u) % 700;
+
+		if (want > 300 && (seed >> 8) % 3)
+			want = 1 + want % 40; /* mostly short, some long */
+		if (n % 2) {
+			/* half share a long run, so that their names are cut
+			 * for length right where escaped bytes follow */
+			memset(key, 'a', 236 + (seed >> 4) % 6);
+			key[236 + (seed >> 4) % 6] = '\0';
+			len = strlen(key);
+			want = len + 1 + (seed >> 12) % 12;
+		}
+		while (len < want) {
+			const char *p;
+
+			seed = seed * 1103515245u + 12345u;
+			p = (seed >> 16) % 4 && !(n % 2) ? "a"
+				: pieces[(seed >> 8) % (sizeof(pieces) / sizeof(pieces[0]))];
+			if (len + strlen(p) > FS_TEST_KEY)
+				break;
+			strcat(key, p);
+			len += strlen(p);
+		}
+		for (i = 0; i < n && strcmp(keys[i], key) != 0; i++)
+			;
+		if (i < n)
+			continue;
+		keys[n] = strdup(key);
+		assert_non_null(keys[n]);
+		if (put_str(f, key, "v", STORE_COND_NONE, NULL) != STORE_OK)
+			fail_msg("put of a random key: %s", f->res.err_message);
+		sorted[n] = keys[n];
+		n++;
+	}
+	qsort(sorted, n, sizeof(sorted[0]), cmp_str);
+	list_all_and_check(f, "", NULL, 7, sorted, n);
+	for (j = 0; j < n; j += 29) {
+		char prefix[FS_TEST_KEY + 1];
+		size_t m = 0, plen = strlen(sorted[j]) / 2;
+
+		memcpy(prefix, sorted[j], plen);
+		prefix[plen] = '\0';
+		for (i = 0; i < n; i++)
+			if (strncmp(sorted[i], prefix, plen) == 0)
+				sub[m++] = sorted[i];
+		list_all_and_check(f, prefix, NULL, 5, sub, m);
+		list_all_and_check(f, "", sorted[j], 11, sorted + j + 1, n - j - 1);
+	}
+	for (i = 0; i < n; i++) {
+		assert_int_equal(store_delete(f->st, keys[i], NULL, &f->res), STORE_OK);
+		free(keys[i]);
+	}
+	list_all_and_check(f, "", NULL, 10, NULL, 0);
+}
+
 static void test_key_and_its_children(void **state)
 {
 	struct fixture *f = *state;
@@ -1208,6 +1281,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_list_nested_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_any_key_round_trips, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_and_its_children, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_keys_list_in_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_escape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reserved_dir_symlink_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file_without_sidecar, setup, teardown),
