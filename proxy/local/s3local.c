@@ -357,10 +357,12 @@ static int on_body(struct proxy_req *req, const char *data, size_t len, void *ar
 		}
 		r = s3l_spool_feed(c, data, len);
 		if (r < 0) {
-			proxy_req_reply_error(req, 503, "SlowDown", "out of memory for the request body",
-					      NULL);
+			if (r == -1)
+				proxy_req_reply_error(req, 503, "SlowDown",
+						      "out of memory for the request body", NULL);
 			if (!s3l_spool_end(c, 0))
 				s3l_call_free(c);
+			return -1;
 		}
 		return r;
 	}
@@ -401,6 +403,8 @@ static void on_end(struct proxy_req *req, int ok, void *arg)
 	struct s3l_call *c = arg;
 
 	(void)req;
+	if (c->spool && ok && s3l_spool_body_done(c) < 0)
+		ok = 0; /* refused (replied): the body is dropped */
 	if (c->spool && s3l_spool_end(c, ok))
 		return; /* the chunk being written decides */
 	if (!ok) {
@@ -645,8 +649,9 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	struct s3l_query q = { 0 };
 	struct s3l_call *c = NULL;
 	char *bucket = NULL;
+	const char *sha;
 	size_t blen;
-	int op;
+	int op, unsigned_chunks;
 	int64_t clen;
 
 	if (!path || strncmp(path, "/_fence/", 8) == 0 || strcmp(path, "/_fence") == 0)
@@ -714,15 +719,20 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	if (op >= OP_MPU_PART && op <= OP_MPU_LIST_PARTS && s3l_take_mpu_params(c, &q) < 0)
 		goto fail;
 	clen = proxy_req_content_length(req);
-	if ((op == OP_PUT || op == OP_MPU_PART) && !c->aws_chunked) {
+	sha = proxy_req_header(req, "x-amz-content-sha256");
+	unsigned_chunks = sha && strcmp(sha, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") == 0;
+	if ((op == OP_PUT || op == OP_MPU_PART) && (!c->aws_chunked || unsigned_chunks)) {
 		/* spooled to disk as it arrives: never whole in memory */
-		if (clen > S3L_STREAM_MAX) {
+		if (clen > S3L_STREAM_MAX + (c->aws_chunked ? S3L_STREAM_MAX / 16 : 0) ||
+		    c->decoded_length > S3L_STREAM_MAX) {
 			s3l_bad_request(req, 413, "EntityTooLarge",
 					"your proposed upload exceeds the maximum allowed size (5 GiB)");
 			goto fail;
 		}
 		c->keep_body = 1;
-		c->spool = s3l_spool_new();
+		c->spool = c->aws_chunked
+			? s3l_spool_new_chunked(c, c->decoded_length, proxy_req_header(req, "x-amz-trailer"))
+			: s3l_spool_new();
 		if (!c->spool) {
 			s3l_bad_request(req, 503, "SlowDown", "out of memory for the request body");
 			goto fail;

@@ -191,11 +191,19 @@ void s3l_submit(struct s3l_call *c);
 
 struct store_file_range;
 struct s3l_spool *s3l_spool_new(void);
+/* The same for a STREAMING-UNSIGNED-PAYLOAD-TRAILER body, decoded (and its
+ * checksum trailer checked) as it arrives. */
+struct s3l_spool *s3l_spool_new_chunked(struct s3l_call *c, int64_t decoded_length,
+					 const char *trailer_name);
+/* The client's body ended (loop): 0, or -1 after replying the decoder's
+ * error (an aws-chunked body cut short or failing its checksum). */
+int s3l_spool_body_done(struct s3l_call *c);
 void s3l_spool_free(struct s3l_spool *sp); /* accepts NULL */
 /* Bytes taken so far. */
 int64_t s3l_spool_size(const struct s3l_spool *sp);
 /* The body callback's part (loop): 0 go on, 1 pause (a chunk is being
- * written; reading resumes when it is), -1 out of memory. */
+ * written; reading resumes when it is), -1 out of memory, -2 after
+ * replying the decoder's error. */
 int s3l_spool_feed(struct s3l_call *c, const char *data, size_t len);
 /* The body's end (loop): 1 when a chunk is still being written (its job
  * then submits c, or frees it when !ok), 0 to go on as usual. */

@@ -4,9 +4,12 @@
  * on the pool, the loop pausing the client's body while a chunk is
  * written (proxy_req_consume's back-pressure), its MD5 computed on the way.
  * The operation's job then writes the object (or part) from that file, so
- * no body is ever whole in memory. It does not decide what is written
- * (s3local_object.c, s3local_mpu.c) and does not decode aws-chunked bodies
- * (those are still buffered, up to the --max-object size). */
+ * no body is ever whole in memory. An aws-chunked body with unsigned
+ * chunks (STREAMING-UNSIGNED-PAYLOAD-TRAILER, what SDKs send over https)
+ * is decoded and its checksum trailer verified on the way (proxy/s3's
+ * awschunked); one with signed chunks, which this server cannot verify
+ * without authentication, is still buffered (s3local_object.c). It does
+ * not decide what is written (s3local_object.c, s3local_mpu.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 
 #include "http/jobs.h"
 #include "http/proxy.h"
+#include "s3/awschunked.h"
 #include "wire/pct.h"
 #include "s3local_int.h"
 
@@ -36,7 +40,31 @@ struct s3l_spool {
 	int err;                    /* errno of a failed write, 0 none */
 	int finished;               /* digest holds the body's MD5 */
 	unsigned char digest[16];
+	struct awschunked *chunked; /* decodes the client's body first; NULL: plain */
+	struct s3l_call *call;      /* for the decoder's callback */
+	int pause;                  /* a decoded piece asked to pause */
 };
+
+static int spool_decoded(void *arg, const char *data, size_t len);
+
+struct s3l_spool *s3l_spool_new_chunked(struct s3l_call *c, int64_t decoded_length,
+					 const char *trailer_name)
+{
+	struct awschunked_params p = { .mode = AWSCHUNKED_UNSIGNED_TRAILER,
+				       .decoded_length = decoded_length,
+				       .trailer_name = trailer_name };
+	struct s3l_spool *sp = s3l_spool_new();
+
+	if (!sp)
+		return NULL;
+	sp->call = c;
+	sp->chunked = awschunked_new(&p, spool_decoded, sp);
+	if (!sp->chunked) {
+		s3l_spool_free(sp);
+		return NULL;
+	}
+	return sp;
+}
 
 struct s3l_spool *s3l_spool_new(void)
 {
@@ -60,6 +88,7 @@ void s3l_spool_free(struct s3l_spool *sp)
 	if (sp->fd >= 0)
 		close(sp->fd);
 	EVP_MD_CTX_free(sp->md5);
+	awschunked_free(sp->chunked);
 	free(sp->buf);
 	free(sp->writing);
 	free(sp);
@@ -142,7 +171,61 @@ static void flush_done(void *arg)
 	proxy_req_consume_resume(c->req);
 }
 
+static int take(struct s3l_call *c, const char *data, size_t len);
+
+/* The decoder's callback: decoded bytes go where plain ones go. */
+static int spool_decoded(void *arg, const char *data, size_t len)
+{
+	struct s3l_spool *sp = arg;
+	int r = take(sp->call, data, len);
+
+	if (r < 0)
+		return -1;
+	if (r > 0)
+		sp->pause = 1;
+	return 0;
+}
+
+/* Fails c with the decoder's error (the body is refused). */
+static void chunked_error(struct s3l_call *c)
+{
+	const char *code = NULL, *message = NULL;
+	int status = 400;
+
+	awschunked_error(c->spool->chunked, &status, &code, &message);
+	proxy_req_reply_error(c->req, status, code ? code : "InvalidRequest",
+			      message ? message : "the aws-chunked body is malformed", NULL);
+}
+
 int s3l_spool_feed(struct s3l_call *c, const char *data, size_t len)
+{
+	struct s3l_spool *sp = c->spool;
+
+	if (!sp->chunked)
+		return take(c, data, len);
+	sp->pause = 0;
+	if (awschunked_feed(sp->chunked, data, len) == AWSCHUNKED_ERROR) {
+		chunked_error(c);
+		return -2;
+	}
+	return sp->pause;
+}
+
+int s3l_spool_body_done(struct s3l_call *c)
+{
+	struct s3l_spool *sp = c->spool;
+
+	if (!sp->chunked)
+		return 0;
+	if (awschunked_finish(sp->chunked) != AWSCHUNKED_DONE) {
+		chunked_error(c);
+		return -1;
+	}
+	return 0;
+}
+
+/* Plain (or decoded) body bytes into the spool: 0, 1 (pause), -1. */
+static int take(struct s3l_call *c, const char *data, size_t len)
 {
 	struct s3l_spool *sp = c->spool;
 
