@@ -1237,6 +1237,54 @@ static void test_concurrent_replacers(void **state)
 	assert_int_equal(store_head(f->st, ra.key, &f->res), STORE_NOT_FOUND);
 }
 
+/* Writers of a key and of keys under it, and readers, in separate
+ * processes: objects move into directories under contention without a
+ * deadlock (alarm), and every key ends with its last writer's bytes. */
+static int race_nested(struct fixture *f, int i, void *arg)
+{
+	static const char *const keys[] = { "n/a", "n/a/b", "n/a/b/c", "n", "n/a/b/c/d", "n/a" };
+	struct store_result res = STORE_RESULT_INIT;
+	char err[256], body[32];
+	struct store *st = store_open(&f->cfg, err, sizeof(err));
+	int round, rc = 0;
+
+	(void)arg;
+	if (!st)
+		return 2;
+	for (round = 0; round < 15 && rc == 0; round++) {
+		const char *key = keys[(i + round) % 6];
+
+		snprintf(body, sizeof(body), "%s@%d", key, i);
+		if (i % 3 == 2) {
+			/* readers: a key is there with its own bytes, or absent */
+			if (store_get(st, key, &res) == STORE_OK &&
+			    strncmp(res.body, key, strlen(key)) != 0)
+				rc = 2;
+		} else if (store_put(st, key, body, strlen(body), NULL, &res) != STORE_OK) {
+			rc = 2;
+		}
+	}
+	store_result_clear(&res);
+	store_close(st);
+	return rc;
+}
+
+static void test_concurrent_nested_writers(void **state)
+{
+	struct fixture *f = *state;
+	char *want[] = { "n", "n/a", "n/a/b", "n/a/b/c", "n/a/b/c/d" };
+	unsigned mask = race(f, 9, race_nested, NULL);
+	size_t i;
+
+	assert_int_equal(mask, 0x1ff);
+	list_all_and_check(f, "", NULL, 2, want, 5);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(store_get(f->st, want[i], &f->res), STORE_OK);
+		assert_int_equal(strncmp(f->res.body, want[i], strlen(want[i])), 0);
+		assert_int_equal(f->res.body[strlen(want[i])], '@');
+	}
+}
+
 static void test_no_temp_files_left(void **state)
 {
 	struct fixture *f = *state;
@@ -1287,6 +1335,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_file_without_sidecar, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_creators, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_replacers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_nested_writers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_temp_files_left, setup, teardown),
 	};
 
