@@ -388,8 +388,19 @@ static void recover_one(struct fs_store *fs, const char *tname)
 	key[n] = '\0';
 	if (strlen(key) != (size_t)n || store_fs_path_build(key, &p) < 0)
 		goto remove;
+	/* A move happens wholly under the lock of the key it moves: once we
+	 * hold it, a directory still in tmp is a dead writer's (whatever pid
+	 * namespace it ran in). Look again under the lock. */
 	lock_fd = store_fs_lock_key(fs, key, 1, &scratch);
-	if (lock_fd < 0 || store_fs_walk(fs, key, &p, WALK_READ, &dir_fd, &scratch) != STORE_OK)
+	if (lock_fd < 0)
+		goto out;
+	close(tfd);
+	tfd = openat(fs->tmp_fd, tname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0)
+		goto out; /* its writer finished it */
+	if (fstatat(tfd, FS_NAME_OBJECT, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		goto remove;
+	if (store_fs_walk(fs, key, &p, WALK_READ, &dir_fd, &scratch) != STORE_OK)
 		goto remove;
 	unlinkat(tfd, FS_NAME_MOVING, 0);
 	if (fstatat(dir_fd, p.name[p.n - 1], &sb, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -411,7 +422,7 @@ remove:
 	unlinkat(tfd, FS_NAME_OBJECT, 0);
 	unlinkat(fs->tmp_fd, tname, AT_REMOVEDIR);
 out:
-	close(tfd);
+	store_fs_close_fd(&tfd);
 	store_fs_close_fd(&dir_fd);
 	store_fs_unlock_key(&lock_fd);
 	store_fs_path_free(&p);
