@@ -470,6 +470,13 @@ def t_any_keys(g):
         st, _, body = g.http("PUT", path, b"x", h)
         assert st == 400 and code in body, (path, st, body)
         assert b"<Message>" in body and b"<Message></Message>" not in body, body
+    # a bucket directory that is a symlink is no bucket
+    os.symlink(os.path.join(g.data.path, "keys-bucket"), os.path.join(g.data.path, "link-bucket"))
+    st, _, body = g.http("GET", "/link-bucket/a")
+    assert st == 404 and b"NoSuchBucket" in body, (st, body)
+    st, _, body = g.http("PUT", "/link-bucket/new", b"x", {"X-Fencing-Token": "1"})
+    assert st >= 400 and not os.path.exists(
+        os.path.join(g.data.path, "keys-bucket", "new")), (st, body)
     # nothing escaped the bucket directory
     assert not os.path.exists(os.path.join(g.data.path, "keys-bucket", "b"))
     assert not os.path.exists(os.path.join(g.data.path, "b"))

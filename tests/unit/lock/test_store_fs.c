@@ -1285,6 +1285,23 @@ static void test_concurrent_nested_writers(void **state)
 	}
 }
 
+/* The store directory itself (a bucket of the embedded store) must not be a
+ * symlink: it could point the store anywhere. */
+static void test_store_dir_symlink_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct store_config cfg = { 0 };
+	char link_path[128], url[160], err[256] = "";
+
+	snprintf(link_path, sizeof(link_path), "%s-link", f->dir);
+	assert_int_equal(symlink(f->outside, link_path), 0);
+	snprintf(url, sizeof(url), "file://%s", link_path);
+	cfg.url = url;
+	assert_null(store_open(&cfg, err, sizeof(err)));
+	assert_non_null(strstr(err, "symlink"));
+	unlink(link_path);
+}
+
 static void test_no_temp_files_left(void **state)
 {
 	struct fixture *f = *state;
@@ -1336,6 +1353,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_concurrent_creators, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_replacers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_nested_writers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_dir_symlink_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_temp_files_left, setup, teardown),
 	};
 
