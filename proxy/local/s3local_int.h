@@ -209,7 +209,8 @@ int s3l_spool_feed(struct s3l_call *c, const char *data, size_t len);
  * then submits c, or frees it when !ok), 0 to go on as usual. */
 int s3l_spool_end(struct s3l_call *c, int ok);
 /* In the op's job: writes the rest, fsyncs; md5 gets the body's MD5 and r
- * the file's range (fd -1 for an empty body). 0, or -1 with c failed. */
+ * the file's range (fd -1: a body of less than one chunk, then in
+ * c->body). 0, or -1 with c failed. */
 int s3l_spool_finish(struct s3l_call *c, unsigned char md5[16], struct store_file_range *r);
 /* The finished body's MD5. 0, or -1 before s3l_spool_finish. */
 int s3l_spool_md5(const struct s3l_spool *sp, unsigned char md5[16]);

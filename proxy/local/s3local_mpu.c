@@ -469,6 +469,8 @@ void s3l_run_mpu_part(struct s3l_call *c)
 		goto out;
 	if (c->op == OP_MPU_PART && s3l_prepare_body(c, &r) < 0)
 		goto out;
+	data = c->body; /* a short spooled body ends up there */
+	len = c->body_len;
 	if (r.fd >= 0) {
 		/* the spooled body's MD5, which s3l_prepare_body checked */
 		spooled = 1;

@@ -274,6 +274,15 @@ int s3l_spool_finish(struct s3l_call *c, unsigned char md5[16], struct store_fil
 	struct s3l_spool *sp = c->spool;
 	unsigned int n = 0;
 
+	if (sp->fd < 0 && !sp->err) {
+		/* it all fit in one chunk: the body stays in memory, no file */
+		EVP_DigestUpdate(sp->md5, sp->buf ? sp->buf : "", sp->buf_len);
+		free(c->body);
+		c->body = sp->buf;
+		c->body_len = sp->buf_len;
+		sp->buf = NULL;
+		sp->buf_len = sp->buf_cap = 0;
+	}
 	spool_write(c, sp->buf, sp->buf_len);
 	sp->buf_len = 0;
 	if (!sp->err && sp->fd >= 0 && fsync(sp->fd) < 0)
