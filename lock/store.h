@@ -143,6 +143,10 @@ struct store_put_opts {
 	const struct store_file_range *files;
 	size_t nfiles;
 	const char *object_etag;
+	/* With one range that is a whole file the caller no longer writes,
+	 * and object_etag: the store may make that very file the object (a
+	 * hard link) instead of copying it. */
+	int adopt;
 };
 
 

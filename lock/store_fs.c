@@ -417,7 +417,8 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 		len += (size_t)opts->files[i].len;
 	/* The bytes go to disk before the lock is taken: the lock covers only
 	 * the check and the renames. */
-	code = store_fs_temp_write(fs, body, len, opts->files, opts->nfiles, now, key, obj_tmp,
+	code = store_fs_temp_write(fs, body, len, opts->files, opts->nfiles,
+				   opts->adopt && opts->object_etag, now, key, obj_tmp,
 				   sizeof(obj_tmp), ident, etag, res);
 	if (code)
 		goto out;

@@ -174,12 +174,13 @@ enum store_code store_fs_object_read(struct fs_store *fs, int dir_fd, const char
 				     const char *key, int want_body,
 				     struct fs_object *obj, struct store_result *res);
 void store_fs_object_free(struct fs_object *obj);
-/* Writes data (or the files' ranges, their MD5 into etag) to a new,
+/* Writes data (or the files' ranges, their MD5 into etag; with adopt, the
+ * one file itself when it can be linked, etag then untouched) to a new,
  * fsynced temp file dated mtime_s; name gets its name (remove it with
  * store_fs_temp_remove), ident its identity. */
 enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_t len,
 				    const struct store_file_range *files, size_t nfiles,
-				    int64_t mtime_s, const char *key, char *name,
+				    int adopt, int64_t mtime_s, const char *key, char *name,
 				    size_t namelen, char ident[FS_IDENT_MAX],
 				    char etag[STORE_ETAG_MAX], struct store_result *res);
 void store_fs_temp_remove(struct fs_store *fs, char *name);

@@ -444,7 +444,7 @@ enum store_code store_fs_sidecar_commit(struct fs_store *fs, const char *key, co
 	if (dfd < 0)
 		return store_fs_fail_io(res, "open the sidecar directory of", key, errno);
 	snprintf(backup, sizeof(backup), "%s~", file);
-	code = store_fs_temp_write(fs, text, strlen(text), NULL, 0, now, key, tmp, sizeof(tmp),
+	code = store_fs_temp_write(fs, text, strlen(text), NULL, 0, 0, now, key, tmp, sizeof(tmp),
 				   ident, NULL, res);
 	if (code)
 		goto out;
@@ -490,9 +490,37 @@ void store_fs_sidecar_remove(struct fs_store *fs, const char *key)
  * new file in the reserved temp directory, sets its mtime to mtime_s (plus
  * random nanoseconds, see struct fs_meta), and fsyncs it. name receives its
  * name, ident its identity (file_ident). */
+/* Replaces the empty temp file name (open as *fd) by a hard link to the
+ * file of r (a whole file), *fd then open on it. 0, or -1 leaving both as
+ * they were (the caller copies instead). */
+static int adopt_file(struct fs_store *fs, const struct store_file_range *r, const char *name,
+		      int *fd)
+{
+	char proc[64], side[96];
+	struct stat sb;
+	int nfd;
+
+	if (r->offset != 0 || fstat(r->fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size != r->len)
+		return -1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
+	snprintf(side, sizeof(side), "%s.a", name);
+	if (linkat(AT_FDCWD, proc, fs->tmp_fd, side, AT_SYMLINK_FOLLOW) < 0)
+		return -1;
+	nfd = openat(fs->tmp_fd, side, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd < 0 || renameat(fs->tmp_fd, side, fs->tmp_fd, name) < 0) {
+		if (nfd >= 0)
+			close(nfd);
+		unlinkat(fs->tmp_fd, side, 0);
+		return -1;
+	}
+	close(*fd);
+	*fd = nfd;
+	return 0;
+}
+
 enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_t len,
 				    const struct store_file_range *files, size_t nfiles,
-				    int64_t mtime_s, const char *key, char *name,
+				    int adopt, int64_t mtime_s, const char *key, char *name,
 				    size_t namelen, char ident[FS_IDENT_MAX],
 				    char etag[STORE_ETAG_MAX], struct store_result *res)
 {
@@ -514,7 +542,9 @@ enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_
 	}
 	if (fd < 0)
 		return store_fs_fail_io(res, "create temp file for key", key, errno);
-	if (files ? md5_ranges(fd, files, nfiles, etag) < 0 : write_all(fd, data, len) < 0)
+	if (adopt && files && nfiles == 1 && adopt_file(fs, &files[0], name, &fd) == 0)
+		; /* the caller's file itself, linked as the temp file */
+	else if (files ? md5_ranges(fd, files, nfiles, etag) < 0 : write_all(fd, data, len) < 0)
 		goto io;
 	if (RAND_bytes((unsigned char *)&tag, sizeof(tag)) != 1)
 		tag = (uint32_t)(fs->tmp_seq * 2654435761u);

@@ -614,7 +614,7 @@ static enum store_code s3_put(struct store *st, const char *key, const void *bod
 		return refuse(res, "bad content type");
 	if (opts->if_meta.name)
 		return refuse(res, "S3 cannot condition a write on metadata (if_meta)");
-	if (opts->files || opts->object_etag)
+	if (opts->files || opts->object_etag || opts->adopt)
 		return refuse(res, "S3 takes a body from memory only, with its own ETag");
 	if (opts->nmeta > STORE_META_MAX || (opts->nmeta && !opts->meta))
 		return refuse(res, "too much metadata");

@@ -330,9 +330,22 @@ void s3l_run_put(struct s3l_call *c)
 		goto out;
 	s3l_object_opts(c, &opts);
 	if (r.fd >= 0) {
-		/* from the spooled file */
+		unsigned char md5[16];
+		char etag[40];
+
+		/* the spooled file becomes the object (its MD5 is the ETag) */
+		if (s3l_spool_md5(c->spool, md5) < 0) {
+			s3l_call_fail(c, 500, "InternalError", "the body's MD5 is lost");
+			goto out;
+		}
+		etag[0] = '"';
+		hex_encode(md5, 16, etag + 1);
+		etag[33] = '"';
+		etag[34] = '\0';
 		opts.files = &r;
 		opts.nfiles = 1;
+		opts.object_etag = etag;
+		opts.adopt = 1;
 		s3l_put_object(c, st, &opts, NULL, 0);
 	} else {
 		s3l_put_object(c, st, &opts, c->body ? c->body : "", c->body_len);

@@ -397,6 +397,23 @@ static void test_put_from_files(void **state)
 		assert_int_equal(store_get(f->st, "mpu", &f->res), STORE_OK);
 		assert_string_equal(f->res.body, "012789");
 	}
+	{
+		/* adopt: the caller's whole file becomes the object, no copy */
+		struct store_file_range whole = { fd, 0, 10 };
+		struct store_put_opts opts = { .files = &whole, .nfiles = 1, .adopt = 1,
+					       .object_etag = "\"given\"" };
+		struct stat a, b;
+		char obj[300];
+
+		assert_int_equal(store_put(f->st, "adopted", NULL, 0, &opts, &f->res), STORE_OK);
+		path_in(f, "adopted", obj, sizeof(obj));
+		assert_int_equal(stat(obj, &a), 0);
+		assert_int_equal(fstat(fd, &b), 0);
+		assert_true(a.st_ino == b.st_ino);
+		assert_int_equal(store_get(f->st, "adopted", &f->res), STORE_OK);
+		assert_string_equal(f->res.body, "0123456789");
+		assert_string_equal(f->res.etag, "\"given\"");
+	}
 	close(fd);
 	unlink(path);
 }
