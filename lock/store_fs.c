@@ -351,6 +351,23 @@ static enum store_code current_version(struct fs_store *fs, const struct fs_plac
 	return store_fs_object_read(fs, pl->obj_dir_fd, pl->obj_name, key, 0, cur, res);
 }
 
+/* The conditions on the current version cur: If-Match if_match (NULL
+ * none), and metadata meta_name equal to meta_value (NULL none). STORE_OK
+ * or STORE_PRECONDITION_FAILED. */
+static enum store_code check_version(const char *key, const struct fs_object *cur,
+				     const char *if_match, const char *meta_name,
+				     const char *meta_value, struct store_result *res)
+{
+	if (if_match && !etag_matches(if_match, cur->etag))
+		return store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
+				     "object \"%s\" is at ETag %s, not %s", key, cur->etag, if_match);
+	if (meta_value && !meta_cond_holds(cur->json, meta_name, meta_value))
+		return store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
+				     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
+				     meta_name, meta_value);
+	return STORE_OK;
+}
+
 /* Creates (If-None-Match "*": link, so an existing key is never replaced) or
  * replaces (rename) the object, under the key's exclusive lock so that
  * conditions and readers see one consistent version. The bytes and the
@@ -446,17 +463,10 @@ static enum store_code fs_put(struct store *st, const char *key, const void *bod
 				     "no object \"%s\" to replace (If-Match)", key);
 		goto out;
 	}
-	if (opts->cond == STORE_COND_IF_MATCH && !etag_matches(if_match, current.etag)) {
-		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
-				     "object \"%s\" is at ETag %s, not %s", key, current.etag, if_match);
+	code = check_version(key, &current, opts->cond == STORE_COND_IF_MATCH ? if_match : NULL,
+			     opts->if_meta.name, if_meta_value, res);
+	if (code)
 		goto out;
-	}
-	if (if_meta_value && !meta_cond_holds(current.json, opts->if_meta.name, if_meta_value)) {
-		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
-				     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
-				     opts->if_meta.name, if_meta_value);
-		goto out;
-	}
 	meta_text = store_fs_meta_render(key, etag, ident, len, now, opts);
 	if (!meta_text) {
 		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory writing metadata of \"%s\"", key);
@@ -556,17 +566,9 @@ static enum store_code fs_del_opts(struct store *st, const char *key,
 		goto missing;
 	if (code)
 		goto out;
-	if (if_match && !etag_matches(if_match, current.etag)) {
-		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
-				     "object \"%s\" is at ETag %s, not %s", key, current.etag, if_match);
+	code = check_version(key, &current, if_match, dopts->if_meta.name, if_meta_value, res);
+	if (code)
 		goto out;
-	}
-	if (if_meta_value && !meta_cond_holds(current.json, dopts->if_meta.name, if_meta_value)) {
-		code = store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
-				     "object \"%s\": its metadata \"%s\" is not \"%s\"", key,
-				     dopts->if_meta.name, if_meta_value);
-		goto out;
-	}
 	if (unlinkat(pl.obj_dir_fd, pl.obj_name, 0) < 0) {
 		if (errno == ENOENT)
 			goto missing;

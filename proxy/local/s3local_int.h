@@ -1,7 +1,10 @@
 /* s3local_int.h — what the embedded S3 server's files share (s3local.c,
- * the handler, replies and life cycle; s3local_bucket.c, bucket stores and
- * bucket jobs; s3local_list.c, listings; s3local_object.c, object jobs and
- * the compare-and-swap). Not a public interface: s3local.h is.
+ * the handler, replies and life cycle; s3local_route.c, the operation of a
+ * request; s3local_bucket.c, bucket stores and bucket jobs; s3local_list.c,
+ * listings; s3local_object.c, object jobs and the compare-and-swap;
+ * s3local_headers.c, object request headers; s3local_mpu*.c, multipart
+ * uploads; s3local_copy.c, copies and ACL reads; s3local_spool.c, bodies
+ * spooled to disk). Not a public interface: s3local.h is.
  *
  * One struct s3l_call per request, made on the loop and filled with copies
  * of what its job needs; a job (s3l_run_*) runs on a worker thread and only
@@ -218,6 +221,20 @@ int s3l_spool_md5(const struct s3l_spool *sp, unsigned char md5[16]);
  * copy), fsynced. 0, or -1 with errno. */
 int s3l_spool_link(struct s3l_call *c, int dir_fd, const char *name);
 
+/* ---- s3local_route.c: the query and the operation ----------------------- */
+
+/* Percent-decodes s[0..n) into a new string ('+' as ' ' with plus_space);
+ * NULL on a bad escape, an encoded NUL or ENOMEM. */
+char *s3l_decode(const char *s, size_t n, int plus_space);
+/* Splits and decodes a query string into q. 0, or -1 (bad escape, too many
+ * parameters, ENOMEM). */
+int s3l_query_parse(const char *s, struct s3l_query *q);
+void s3l_query_free(struct s3l_query *q);
+/* The operation of method on bucket/key with q's subresources, or -1
+ * after replying (501 for what this server lacks, 400/405). */
+int s3l_pick_op(struct proxy_req *req, const char *method, int has_bucket, int has_key,
+		const struct s3l_query *q);
+
 /* ---- s3local_bucket.c: bucket stores and bucket jobs ------------------- */
 
 /* 1 if b[0..n) follows S3's bucket naming rules. */
@@ -313,6 +330,9 @@ void s3l_run_get_acl(struct s3l_call *c);
 
 /* Compares ETags as S3 does: quotes optional, W/ ignored, "*" matches any. */
 int s3l_etag_match(const char *want, const char *have);
+/* "0".."9999999999999999999" (1-19 digits, no sign or blanks) into *out;
+ * 0, or -1. */
+int s3l_parse_u64(const char *s, uint64_t *out);
 
 void s3l_run_put(struct s3l_call *c);
 /* The request body made ready to store: aws-chunked framing removed, size
@@ -331,6 +351,9 @@ void s3l_run_delete(struct s3l_call *c);
 void s3l_run_get_or_head(struct s3l_call *c);
 /* The object's headers of a GET/HEAD answer (or its 304) into h. */
 void s3l_object_headers(struct s3l_call *c, struct front_hdrs *h);
+
+/* ---- s3local_headers.c: object request headers ----------------------- */
+
 /* Object request headers (and GET's response- parameters in q) into c.
  * Returns 0, or -1 after replying. */
 int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q);

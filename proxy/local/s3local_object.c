@@ -1,12 +1,12 @@
-/* s3local_object.c — the embedded S3 server's objects: the request headers
- * of GetObject, HeadObject, PutObject and DeleteObject, their jobs (the
- * client's conditions, ranges, Content-MD5, aws-chunked framing, and the
- * fencing contract's object-level compare-and-swap of s3local.h), and the
- * object headers of the reply. Plain bodies arrive spooled to a file
- * (s3local_spool.c), aws-chunked ones in memory, whose signatures it does
- * not check (nothing here authenticates); multipart
- * uploads and copies are s3local_mpu.c and s3local_copy.c, which write
- * through s3l_put_object here. */
+/* s3local_object.c — the embedded S3 server's objects: the jobs of
+ * GetObject, HeadObject, PutObject and DeleteObject (the client's
+ * conditions, ranges, Content-MD5, aws-chunked framing, and the fencing
+ * contract's object-level compare-and-swap of s3local.h, on ETag and
+ * stored epoch), the write every other writer (copies, multipart
+ * completion) goes through, and the object headers of the reply. Plain
+ * bodies arrive spooled to a file (s3local_spool.c), aws-chunked ones with
+ * signed chunks in memory, whose signatures it does not check (nothing
+ * here authenticates). Request headers are read by s3local_headers.c. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -16,7 +16,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
 #include <openssl/evp.h>
 
 #include "http/proxy.h"
@@ -27,20 +26,8 @@
 
 /* ---- small helpers ----------------------------------------------------- */
 
-/* An HTTP-date header to Unix seconds; 0 when absent or unparsable (S3
- * ignores a date it cannot read). */
-static int64_t parse_http_date(const char *v)
-{
-	time_t t;
-
-	if (!v || !*v)
-		return 0;
-	t = curl_getdate(v, NULL);
-	return t > 0 ? (int64_t)t : 0;
-}
-
 /* "1".."18446744073709551615" without sign or blanks; 0 on success. */
-static int parse_u64(const char *s, uint64_t *out)
+int s3l_parse_u64(const char *s, uint64_t *out)
 {
 	uint64_t v = 0;
 	size_t n = 0;
@@ -102,11 +89,6 @@ static int etag_list_match(const char *list, const char *have)
 		p = comma + 1;
 	}
 	return 0;
-}
-
-static int is_any(const char *v)
-{
-	return v && (strcmp(v, "*") == 0 || strcmp(v, "\"*\"") == 0);
 }
 
 /* ---- object jobs -------------------------------------------------------- */
@@ -185,7 +167,7 @@ static uint64_t object_epoch(const struct store_result *res)
 	const char *v = store_result_meta(res, S3LOCAL_EPOCH_META);
 	uint64_t e = 0;
 
-	if (!v || parse_u64(v, &e) < 0)
+	if (!v || s3l_parse_u64(v, &e) < 0)
 		return 0;
 	return e;
 }
@@ -596,253 +578,4 @@ void s3l_object_headers(struct s3l_call *c, struct front_hdrs *h)
 			front_hdrs_add(h, store_hdr_names[i], c->res.headers[i]);
 	for (i = 0; i < c->noverrides; i++)
 		front_hdrs_set(h, c->overrides[i].name, c->overrides[i].value);
-}
-
-/* ---- request parsing (loop thread) ------------------------------------- */
-
-/* Copies user metadata (x-amz-meta-*) from the request into c. Returns 0 or
- * -1 after replying. */
-static int take_metadata(struct s3l_call *c)
-{
-	const struct front_hdrs *hs = proxy_req_headers(c->req);
-	size_t i, total = 0, plen = strlen("x-amz-meta-");
-
-	for (i = 0; i < hs->n; i++) {
-		const char *name = hs->v[i].name;
-
-		if (strncasecmp(name, "x-amz-meta-", plen) != 0)
-			continue;
-		if (!name[plen]) {
-			s3l_bad_request(c->req, 400, "InvalidArgument", "a metadata header without a name");
-			return -1;
-		}
-		total += strlen(name + plen) + strlen(hs->v[i].value);
-		if (c->nmeta == STORE_META_MAX || total > S3L_META_BYTES) {
-			s3l_bad_request(c->req, 400, "MetadataTooLarge",
-					"your metadata headers exceed what the embedded store keeps "
-					"(16 pairs, 2 KiB)");
-			return -1;
-		}
-		c->meta[c->nmeta].name = strdup(name + plen);
-		c->meta[c->nmeta].value = strdup(hs->v[i].value);
-		c->nmeta++;
-		if (!c->meta[c->nmeta - 1].name || !c->meta[c->nmeta - 1].value) {
-			s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* The representation headers an object keeps (store_hdr_names) into c;
- * Content-Encoding without its aws-chunked framing. Returns 0 or -1 after
- * replying. */
-static int take_stored_headers(struct s3l_call *c)
-{
-	size_t i, total = 0;
-
-	for (i = 0; i < STORE_HDR_COUNT; i++) {
-		const char *v = proxy_req_header(c->req, store_hdr_names[i]);
-		char *val;
-
-		if (!v || !*v)
-			continue;
-		total += strlen(v);
-		if (total > S3L_META_BYTES) {
-			s3l_bad_request(c->req, 400, "MetadataTooLarge",
-					"your representation headers exceed what the embedded store keeps (2 KiB)");
-			return -1;
-		}
-		val = strdup(v);
-		if (!val) {
-			s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
-			return -1;
-		}
-		if (i == STORE_HDR_CONTENT_ENCODING) {
-			/* "aws-chunked" is framing, not the object's encoding */
-			char *out = val, *tok, *save = NULL, *copy = strdup(v);
-
-			if (!copy) {
-				free(val);
-				s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
-				return -1;
-			}
-			*out = '\0';
-			for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				while (*tok == ' ' || *tok == '\t')
-					tok++;
-				if (!*tok || strncasecmp(tok, "aws-chunked", 11) == 0)
-					continue;
-				if (*val)
-					strcat(out, ",");
-				strcat(out, tok);
-			}
-			free(copy);
-			if (!*val) {
-				free(val);
-				continue;
-			}
-		}
-		c->headers[i] = val;
-	}
-	return 0;
-}
-
-/* Object requests: headers into c. Returns 0 or -1 after replying. */
-int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
-{
-	struct proxy_req *req = c->req;
-	const char *v;
-
-	v = proxy_req_header(req, "If-Match");
-	if (v && !(c->if_match = strdup(v)))
-		goto nomem;
-	v = proxy_req_header(req, "If-None-Match");
-	if (v && !(c->if_none_match = strdup(v)))
-		goto nomem;
-	if (c->op == OP_GET || c->op == OP_HEAD) {
-		static const struct { const char *param, *header; } ov[] = {
-			{ "response-content-type", "Content-Type" },
-			{ "response-content-language", "Content-Language" },
-			{ "response-expires", "Expires" },
-			{ "response-cache-control", "Cache-Control" },
-			{ "response-content-disposition", "Content-Disposition" },
-			{ "response-content-encoding", "Content-Encoding" },
-		};
-		size_t i;
-
-		c->if_modified_since = parse_http_date(proxy_req_header(req, "If-Modified-Since"));
-		c->if_unmodified_since = parse_http_date(proxy_req_header(req, "If-Unmodified-Since"));
-		v = proxy_req_header(req, "Range");
-		if (v && !(c->range = strdup(v)))
-			goto nomem;
-		for (i = 0; i < sizeof(ov) / sizeof(ov[0]); i++) {
-			const char *val = s3l_query_get(q, ov[i].param, NULL);
-			const char *p;
-
-			if (!val)
-				continue;
-			for (p = val; *p; p++)
-				if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-					s3l_bad_request(req, 400, "InvalidArgument",
-							"a response- parameter holds a control byte");
-					return -1;
-				}
-			c->overrides[c->noverrides].name = (char *)ov[i].header;
-			c->overrides[c->noverrides].value = strdup(val);
-			if (!c->overrides[c->noverrides++].value)
-				goto nomem;
-		}
-		return 0;
-	}
-	if (c->op == OP_GET_ACL || c->op == OP_MPU_LIST_PARTS)
-		return 0;
-	v = proxy_req_header(req, S3LOCAL_EPOCH_CURRENT_HEADER);
-	if (v && parse_u64(v, &c->lock_epoch) < 0) {
-		s3l_bad_request(req, 400, "InvalidArgument",
-				S3LOCAL_EPOCH_CURRENT_HEADER " must be an epoch (1-19 digits)");
-		return -1;
-	}
-	if (c->op == OP_MPU_ABORT)
-		return 0;
-	if (c->op == OP_DELETE) {
-		v = proxy_req_header(req, S3LOCAL_EPOCH_CHECK_HEADER);
-		if (v) {
-			if (parse_u64(v, &c->epoch) < 0 || c->epoch == 0) {
-				s3l_bad_request(req, 400, "InvalidArgument",
-						S3LOCAL_EPOCH_CHECK_HEADER " must be an epoch (1-19 digits, >= 1)");
-				return -1;
-			}
-			c->has_epoch = 1;
-		}
-		return 0;
-	}
-	/* PUT */
-	if (c->if_none_match && !is_any(c->if_none_match)) {
-		s3l_not_implemented(req, "If-None-Match with an ETag on PUT (only \"*\")");
-		return -1;
-	}
-	if (c->if_none_match && c->if_match) {
-		s3l_bad_request(req, 400, "InvalidRequest", "If-Match and If-None-Match cannot be combined");
-		return -1;
-	}
-	if (c->if_match && strlen(c->if_match) >= STORE_ETAG_MAX) {
-		s3l_bad_request(req, 400, "InvalidArgument", "If-Match is too long");
-		return -1;
-	}
-	v = proxy_req_header(req, S3LOCAL_EPOCH_META_HEADER);
-	if (v) {
-		if (parse_u64(v, &c->epoch) < 0 || c->epoch == 0) {
-			s3l_bad_request(req, 400, "InvalidArgument",
-					S3LOCAL_EPOCH_META_HEADER " must be an epoch (1-19 digits, >= 1)");
-			return -1;
-		}
-		c->has_epoch = 1;
-	}
-	v = proxy_req_header(req, "Content-Type");
-	if (v && *v && !(c->content_type = strdup(v)))
-		goto nomem;
-	if (c->content_type && strlen(c->content_type) >= sizeof(c->res.content_type)) {
-		s3l_bad_request(req, 400, "InvalidArgument", "Content-Type is too long");
-		return -1;
-	}
-	v = proxy_req_header(req, "Content-MD5");
-	if (v && !(c->content_md5 = strdup(v)))
-		goto nomem;
-	v = proxy_req_header(req, "Content-Encoding");
-	c->aws_chunked = v && front_list_has(v, "aws-chunked");
-	if (take_stored_headers(c) < 0)
-		return -1;
-	v = proxy_req_header(req, "x-amz-content-sha256");
-	if (v && strncmp(v, "STREAMING-", 10) == 0)
-		c->aws_chunked = 1;
-	c->decoded_length = -1;
-	v = proxy_req_header(req, "x-amz-decoded-content-length");
-	if (v) {
-		uint64_t dl;
-
-		if (parse_u64(v, &dl) < 0) {
-			s3l_bad_request(req, 400, "InvalidArgument", "bad x-amz-decoded-content-length");
-			return -1;
-		}
-		c->decoded_length = (int64_t)dl;
-	}
-	if (c->op == OP_COPY || c->op == OP_MPU_PART_COPY) {
-		static const struct { const char *name; size_t off; } copy_hdrs[] = {
-			{ "x-amz-copy-source", offsetof(struct s3l_call, copy_source) },
-			{ "x-amz-copy-source-range", offsetof(struct s3l_call, copy_range) },
-			{ "x-amz-copy-source-if-match", offsetof(struct s3l_call, copy_if_match) },
-			{ "x-amz-copy-source-if-none-match", offsetof(struct s3l_call, copy_if_none_match) },
-		};
-		size_t i;
-
-		for (i = 0; i < sizeof(copy_hdrs) / sizeof(copy_hdrs[0]); i++) {
-			char **dst = (char **)((char *)c + copy_hdrs[i].off);
-
-			v = proxy_req_header(req, copy_hdrs[i].name);
-			if (v && !(*dst = strdup(v)))
-				goto nomem;
-		}
-		v = proxy_req_header(req, "x-amz-metadata-directive");
-		if (v && strcasecmp(v, "REPLACE") != 0 && strcasecmp(v, "COPY") != 0) {
-			s3l_bad_request(req, 400, "InvalidArgument",
-					"x-amz-metadata-directive must be COPY or REPLACE");
-			return -1;
-		}
-		c->replace_metadata = v && strcasecmp(v, "REPLACE") == 0;
-	}
-	if (proxy_req_header(req, "x-amz-tagging")) {
-		s3l_not_implemented(req, "tagging (x-amz-tagging)");
-		return -1;
-	}
-	if (proxy_req_header(req, "x-amz-object-lock-mode") ||
-	    proxy_req_header(req, "x-amz-object-lock-retain-until-date") ||
-	    proxy_req_header(req, "x-amz-object-lock-legal-hold")) {
-		s3l_not_implemented(req, "object lock");
-		return -1;
-	}
-	return take_metadata(c);
-nomem:
-	s3l_bad_request(req, 503, "SlowDown", "out of memory");
-	return -1;
 }
