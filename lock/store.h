@@ -45,7 +45,8 @@ static inline int store_failed(enum store_code code) { return code >= STORE_ERR_
 #define STORE_ERRMSG_MAX  256
 
 /* The representation headers an object keeps beside Content-Type (the
- * local-directory store stores and returns them; store_s3 does not). */
+ * local-directory store stores and returns them; store_s3 returns them
+ * from S3's answer). */
 enum store_hdr {
 	STORE_HDR_CACHE_CONTROL,
 	STORE_HDR_CONTENT_DISPOSITION,
