@@ -330,6 +330,8 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	rt->fencing = fencing_new(&fc, err, errlen);
 	if (!rt->fencing)
 		return -1;
+	if (rt->s3local) /* parts without a token: by their upload's epoch */
+		s3local_set_upload_hook(rt->s3local, fencing_note_upload, rt->fencing);
 	/* -c: routes -> locks; flags: lock = bucket (S3), X-Fencing-Lock (HTTP) */
 	if (rt->config_path &&
 	    fencing_set_policy(rt->fencing, rt->policy, err, errlen) < 0)

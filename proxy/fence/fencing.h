@@ -84,6 +84,14 @@ int fencing_set_policy(struct fencing *f, struct policy *pol, char *err, size_t 
  * locks it names. 0 for an unknown one. */
 int fencing_lock_known(const struct fencing *f, const char *name);
 
+/* The embedded store's multipart uploads (arg: the struct fencing): what
+ * CreateMultipartUpload made (created 1, with the create's epoch and lock;
+ * lock NULL: unfenced, nothing to remember) or Complete/Abort ended
+ * (created 0), so that parts sent without a token are fenced by their
+ * upload's epoch as in S3 mode. The signature of s3local.h's upload hook. */
+void fencing_note_upload(void *arg, const char *bucket, const char *upload_id, int created,
+			 uint64_t epoch, const char *lock);
+
 /* Call after jobs_free() (no HEAD job may still run). Accepts NULL. */
 void fencing_free(struct fencing *f);
 

@@ -348,6 +348,25 @@ void fencing_record_upload(struct freq *fr)
 	multipart_put(fr->f->uploads, id, &u);
 }
 
+void fencing_note_upload(void *arg, const char *bucket, const char *upload_id, int created,
+			 uint64_t epoch, const char *lock)
+{
+	struct fencing *f = arg;
+	struct multipart_upload u;
+
+	if (!created) {
+		multipart_remove(f->uploads, upload_id);
+		return;
+	}
+	if (!lock)
+		return;
+	memset(&u, 0, sizeof(u));
+	snprintf(u.bucket, sizeof(u.bucket), "%s", bucket);
+	snprintf(u.lock, sizeof(u.lock), "%s", lock);
+	u.epoch = epoch;
+	multipart_put(f->uploads, upload_id, &u);
+}
+
 /* A read's answer: the proxy's stamp is not the client's metadata (a
  * client that compares metadata after a round trip sees what it wrote).
  * x-amz-meta-fencing-epoch becomes X-Fencing-Object-Epoch; the lock name and

@@ -114,6 +114,12 @@ def t_aws_cli_fenced(g, tmp):
                     env=env(), timeout=60)
     assert r.returncode != 0 and "FencingTokenMissing" in r.stderr + r.stdout, (r.stdout, r.stderr)
     assert disk(g, "clif-bucket", "no.txt") is None
+    # a file over 8 MiB goes multipart and the CLI puts the metadata on the
+    # create only: its parts are fenced by the upload's epoch
+    big = write_file(os.path.join(tmp, "big.bin"), os.urandom(9 * MIB))
+    aws(g, "s3", "cp", big, "s3://clif-bucket/big.bin", "--metadata", "fencing-token=%d" % e)
+    with open(big, "rb") as f:
+        assert disk(g, "clif-bucket", "big.bin") == f.read()
 
 
 # ---- boto3 ----------------------------------------------------------------
