@@ -48,8 +48,9 @@ static void delete_one(struct delete_job *j, struct store *st, struct s3delete_k
 	enum store_code sc;
 
 	for (int attempt = 0; attempt < DELETE_CAS_ATTEMPTS; attempt++) {
-		const char *etag = NULL;
-		char cur[STORE_ETAG_MAX];
+		struct store_delete_opts del = {0};
+		char cur[STORE_ETAG_MAX], cur_epoch[24] = "";
+		const char *v;
 		uint64_t written;
 
 		if (j->fenced) {
@@ -76,10 +77,19 @@ static void delete_one(struct delete_job *j, struct store *st, struct s3delete_k
 				goto out;
 			}
 			snprintf(cur, sizeof(cur), "%s", res.etag);
-			etag = cur;
+			del.if_match = cur;
+			if (strcmp(st->ops->scheme, "file") == 0) {
+				/* the local store can check the very version (ETag
+				 * and epoch), which S3 cannot: same bytes rewritten
+				 * under a newer epoch fail the condition */
+				v = store_result_meta(&res, "fencing-epoch");
+				snprintf(cur_epoch, sizeof(cur_epoch), "%s", v ? v : "");
+				del.if_meta.name = "fencing-epoch";
+				del.if_meta.value = cur_epoch;
+			}
 		}
 		j->requests++;
-		sc = store_delete(st, k->key, etag, &res);
+		sc = store_delete_ex(st, k->key, &del, &res);
 		if (sc == STORE_OK || sc == STORE_NOT_FOUND)
 			goto out;
 		if (sc != STORE_PRECONDITION_FAILED || !j->fenced) {
