@@ -1,11 +1,12 @@
-/* lockapi.c — /_fence/ endpoints: the lock HTTP API (JSON in and out, cJSON),
- * health gated on the backend self-test, and Prometheus metrics.
+/* lockapi.c — /_fence/ endpoints: the lock HTTP API (JSON in and out,
+ * cJSON) and the router that also sends health and metrics to
+ * lockapi_health.c.
  *
  * Lock calls run on the lock's serialized job queue; an acquire that must
  * wait (waitMs) retries from loop timers instead of blocking a worker, so
  * the lock's other work (loads, lookups) is never stuck behind it. It does
  * not fence data writes. */
-#include "lockapi.h"
+#include "lockapi_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,31 +22,6 @@
 #define LOCKAPI_BODY_MAX 16384
 #define LOCKAPI_TTL_MAX (24LL * 3600 * 1000)
 
-struct lockapi {
-	struct event_base *base;
-	struct proxy *proxy;
-	struct jobs *jobs;
-	struct lockreg *locks;
-	struct fencing *fencing;
-	struct fencegate_metrics *metrics;
-	struct store_config st_cfg;
-	char *st_url, *st_endpoint, *st_region;
-	long max_wait_ms;
-	const struct authz *authz;
-	int healthy;
-	int self_test_done;
-	char self_test_err[512];
-	/* the upstream probe (S3 mode with --check-bucket): a one-key listing
-	 * every UPSTREAM_PROBE_MS on the jobs pool, one at a time */
-	struct event *probe_timer;
-	struct store *probe_st;      /* used by the probe job only */
-	bool probing;
-	bool upstream_down;
-	char upstream_err[320];
-};
-
-#define UPSTREAM_PROBE_MS 5000
-#define UPSTREAM_PROBE_TIMEOUT_MS 2000
 
 enum api_op { API_ACQUIRE, API_RENEW, API_RELEASE, API_STATUS };
 
@@ -93,7 +69,7 @@ static void api_req_free(void *arg)
 
 /* ---- replies ------------------------------------------------------------ */
 
-static void reply_json(struct proxy_req *req, int status, cJSON *obj)
+void lockapi_reply_json(struct proxy_req *req, int status, cJSON *obj)
 {
 	struct front_hdrs h = {0};
 	char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
@@ -117,7 +93,7 @@ static void reply_json(struct proxy_req *req, int status, cJSON *obj)
 	cJSON_Delete(obj);
 }
 
-static enum proxy_action reply_err(struct proxy_req *req, int status, const char *code,
+enum proxy_action lockapi_reply_err(struct proxy_req *req, int status, const char *code,
 				   const char *message)
 {
 	struct s3err e = { .code = code, .message = message,
@@ -147,7 +123,7 @@ static void add_time(cJSON *o, const char *name, int64_t unix_ms)
 		cJSON_AddNullToObject(o, name);
 }
 
-static void set_epoch_metric(struct lockapi *api, struct lockreg_entry *e)
+void lockapi_set_epoch_metric(struct lockapi *api, struct lockreg_entry *e)
 {
 	if (api->metrics)
 		metrics_set(api->metrics->lock_epoch, (const char *[]){ e->name },
@@ -231,7 +207,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (proxy_req_client_gone(req) ||
 	    lockreg_submit(ar->api->locks, ar->lock, api_run, api_done, ar) < 0)
-		finish(req, suspended, reply_err(req, 503, "ServiceUnavailable",
+		finish(req, suspended, lockapi_reply_err(req, 503, "ServiceUnavailable",
 						 "cannot queue the lock operation"));
 }
 
@@ -270,7 +246,7 @@ static void api_done(struct lockreg_entry *e, void *arg)
 		if (ar->code == LOCK_OK && ar->op == API_ACQUIRE)
 			lockreg_note(e, ar->grant.epoch, LOCK_STATE_HELD, ar->grant.expires_at_ms,
 				     ar->grant.holder, ar->grant.ttl_ms);
-		finish(req, suspended, reply_err(req, 499, "ClientGone", "the client left"));
+		finish(req, suspended, lockapi_reply_err(req, 499, "ClientGone", "the client left"));
 		return;
 	}
 	if (ar->code == LOCK_OK || ar->code == LOCK_HELD || ar->code == LOCK_LOST) {
@@ -283,10 +259,10 @@ static void api_done(struct lockreg_entry *e, void *arg)
 		if (ar->code == LOCK_OK) {
 			lockreg_note(e, ar->grant.epoch, LOCK_STATE_HELD, ar->grant.expires_at_ms,
 				     ar->grant.holder, ar->grant.ttl_ms);
-			set_epoch_metric(api, e);
+			lockapi_set_epoch_metric(api, e);
 			log_info("lock \"%s\" acquired: epoch \"%" PRIu64 "\" holder \"%s\"",
 				 e->name, ar->grant.epoch, ar->grant.holder);
-			reply_json(req, 200, grant_json(e, &ar->grant));
+			lockapi_reply_json(req, 200, grant_json(e, &ar->grant));
 			break;
 		}
 		if (ar->code == LOCK_HELD) {
@@ -317,7 +293,7 @@ static void api_done(struct lockreg_entry *e, void *arg)
 			cJSON_AddStringToObject(o, "holder", ar->info.payload.leader_id);
 			cJSON_AddNumberToObject(o, "epoch", (double)ar->info.epoch);
 			cJSON_AddNumberToObject(o, "retryAfterMs", (double)retry);
-			reply_json(req, 409, o);
+			lockapi_reply_json(req, 409, o);
 			break;
 		}
 		goto failed;
@@ -327,7 +303,7 @@ static void api_done(struct lockreg_entry *e, void *arg)
 			snprintf(msg, sizeof(msg), "epoch %" PRIu64 " of lock \"%s\" was taken by "
 				 "another client; renewing or releasing it needs the \"break\" "
 				 "permission", ar->epoch, e->name);
-			finish(req, suspended, reply_err(req, 403, "AccessDenied", msg));
+			finish(req, suspended, lockapi_reply_err(req, 403, "AccessDenied", msg));
 			return;
 		}
 		if (ar->code == LOCK_OK) {
@@ -337,11 +313,11 @@ static void api_done(struct lockreg_entry *e, void *arg)
 				lockreg_note(e, ar->epoch, LOCK_STATE_HELD, ar->grant.expires_at_ms,
 					     ar->grant.holder, ar->grant.ttl_ms);
 			}
-			set_epoch_metric(api, e);
+			lockapi_set_epoch_metric(api, e);
 			o = grant_json(e, &ar->grant);
 			if (ar->op == API_RELEASE)
 				cJSON_AddTrueToObject(o, "released");
-			reply_json(req, 200, o);
+			lockapi_reply_json(req, 200, o);
 			break;
 		}
 		if (ar->code == LOCK_LOST) {
@@ -351,14 +327,14 @@ static void api_done(struct lockreg_entry *e, void *arg)
 			cJSON_AddStringToObject(o, "lock", e->name);
 			cJSON_AddNumberToObject(o, "epoch", (double)ar->epoch);
 			cJSON_AddNumberToObject(o, "currentEpoch", (double)e->high_water);
-			reply_json(req, 409, o);
+			lockapi_reply_json(req, 409, o);
 			break;
 		}
 		goto failed;
 	case API_STATUS:
 		if (ar->code != LOCK_OK)
 			goto failed;
-		set_epoch_metric(api, e);
+		lockapi_set_epoch_metric(api, e);
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "lock", e->name);
 		cJSON_AddNumberToObject(o, "epoch", (double)ar->info.epoch);
@@ -374,7 +350,7 @@ static void api_done(struct lockreg_entry *e, void *arg)
 		add_time(o, "expiresAt", ar->info.epoch ? ar->info.last_modified * 1000 +
 						     ar->info.payload.validity_ms : 0);
 		cJSON_AddNumberToObject(o, "highWater", (double)e->high_water);
-		reply_json(req, 200, o);
+		lockapi_reply_json(req, 200, o);
 		break;
 	}
 	finish(req, suspended, PROXY_HANDLED);
@@ -382,13 +358,13 @@ static void api_done(struct lockreg_entry *e, void *arg)
 failed:
 	if (ar->no_bucket && e->bucket[0]) {
 		/* a bucket-named lock (no config): the bucket the client named */
-		finish(req, suspended, reply_err(req, 404, "NoSuchBucket",
+		finish(req, suspended, lockapi_reply_err(req, 404, "NoSuchBucket",
 						 "The specified bucket does not exist"));
 		return;
 	}
 	snprintf(msg, sizeof(msg), "%s: %s", lock_strerror(ar->code), ar->err);
 	log_warn("lock \"%s\": %s", e->name, msg);
-	finish(req, suspended, reply_err(req, ar->code == LOCK_ERR_INVALID ? 400 : 503,
+	finish(req, suspended, lockapi_reply_err(req, ar->code == LOCK_ERR_INVALID ? 400 : 503,
 			     ar->code == LOCK_ERR_INVALID ? "InvalidArgument" : "ServiceUnavailable",
 			     msg));
 }
@@ -493,71 +469,17 @@ static void body_end(struct proxy_req *req, int ok, void *arg)
 		return;
 	bad = parse_args(ar);
 	if (bad) {
-		reply_err(req, 400, "InvalidArgument", bad);
+		lockapi_reply_err(req, 400, "InvalidArgument", bad);
 		return;
 	}
 	ar->deadline_ms = lockreg_mono_ms() + ar->wait_ms;
 	/* from here on the reply comes from api_done via resume; the
 	 * consume obligation is met by that reply */
 	if (lockreg_submit(ar->api->locks, ar->lock, api_run, api_done, ar) < 0)
-		reply_err(req, 503, "ServiceUnavailable", "cannot queue the lock operation");
+		lockapi_reply_err(req, 503, "ServiceUnavailable", "cannot queue the lock operation");
 }
 
 /* ---- endpoints ----------------------------------------------------------- */
-
-static enum proxy_action health(struct lockapi *api, struct proxy_req *req)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	if (api->healthy && api->upstream_down) {
-		cJSON_AddStringToObject(o, "status", "upstream_unreachable");
-		cJSON_AddStringToObject(o, "message", api->upstream_err);
-		reply_json(req, 503, o);
-	} else if (api->healthy) {
-		cJSON_AddStringToObject(o, "status", "ok");
-		reply_json(req, 200, o);
-	} else {
-		cJSON_AddStringToObject(o, "status", api->self_test_done ? "failed" : "starting");
-		cJSON_AddStringToObject(o, "message", api->self_test_done
-				       ? api->self_test_err : "the backend self-test is running");
-		reply_json(req, 503, o);
-	}
-	return PROXY_HANDLED;
-}
-
-static enum proxy_action metrics_page(struct lockapi *api, struct proxy_req *req)
-{
-	struct front_hdrs h = {0};
-	char *text;
-	size_t len = 0;
-
-	if (!api->metrics)
-		return reply_err(req, 404, "NoSuchFenceEndpoint", "metrics are off");
-	if (api->fencing)
-		fencing_update_metrics(api->fencing);
-	if (api->proxy) {
-		size_t open;
-		unsigned long long accepted;
-
-		metrics_set(api->metrics->in_flight, NULL, (double)proxy_inflight(api->proxy));
-		proxy_connections(api->proxy, &open, &accepted);
-		metrics_set(api->metrics->conns_open, NULL, (double)open);
-		metrics_set(api->metrics->conns_accepted, NULL, (double)accepted);
-	}
-	metrics_set(api->metrics->self_test, NULL, api->healthy ? 1 : 0);
-	fencegate_metrics_update_process(api->metrics);
-	for (struct lockreg_entry *e = lockreg_first(api->locks); e; e = e->next)
-		if (e->loaded)
-			set_epoch_metric(api, e);
-	text = metrics_render(api->metrics->registry, &len);
-	if (!text)
-		return reply_err(req, 500, "InternalError", "out of memory");
-	front_hdrs_add(&h, "Cache-Control", "no-store");
-	proxy_req_reply(req, 200, &h, METRICS_CONTENT_TYPE, text, len);
-	front_hdrs_clear(&h);
-	free(text);
-	return PROXY_HANDLED;
-}
 
 static enum proxy_action list_locks(struct lockapi *api, struct proxy_req *req)
 {
@@ -581,7 +503,7 @@ static enum proxy_action list_locks(struct lockapi *api, struct proxy_req *req)
 		}
 		cJSON_AddItemToArray(arr, l);
 	}
-	reply_json(req, 200, o);
+	lockapi_reply_json(req, 200, o);
 	return PROXY_HANDLED;
 }
 
@@ -609,32 +531,32 @@ enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg)
 		return PROXY_PASS;
 	proxy_req_on_done(req, api_log_done, api);
 	if (strcmp(path, "/_fence/health") == 0)
-		return is_get ? health(api, req)
-			      : reply_err(req, 405, "MethodNotAllowed", "health answers GET");
+		return is_get ? lockapi_health_page(api, req)
+			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "health answers GET");
 	if (strcmp(path, "/_fence/metrics") == 0)
-		return is_get ? metrics_page(api, req)
-			      : reply_err(req, 405, "MethodNotAllowed", "metrics answer GET");
+		return is_get ? lockapi_metrics_page(api, req)
+			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "metrics answer GET");
 	if (strcmp(path, "/_fence/locks") == 0 || strcmp(path, "/_fence/locks/") == 0)
 		return is_get ? list_locks(api, req)
-			      : reply_err(req, 405, "MethodNotAllowed", "the list answers GET");
+			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "the list answers GET");
 	if (strncmp(path, "/_fence/locks/", 14) != 0)
-		return reply_err(req, 404, "NoSuchFenceEndpoint", "no such endpoint under /_fence/");
+		return lockapi_reply_err(req, 404, "NoSuchFenceEndpoint", "no such endpoint under /_fence/");
 	rest = path + 14;
 	slash = strchr(rest, '/');
 	nlen = slash ? (size_t)(slash - rest) : strlen(rest);
 	if (nlen == 0 || nlen > LOCK_NAME_MAX)
-		return reply_err(req, 400, "InvalidLockName", "lock names are 1 to 128 bytes");
+		return lockapi_reply_err(req, 400, "InvalidLockName", "lock names are 1 to 128 bytes");
 	memcpy(name, rest, nlen);
 	name[nlen] = '\0';
 	ar = calloc(1, sizeof(*ar));
 	if (!ar)
-		return reply_err(req, 500, "InternalError", "out of memory");
+		return lockapi_reply_err(req, 500, "InternalError", "out of memory");
 	ar->api = api;
 	ar->req = req;
 	proxy_req_set_ctx(req, ar, api_req_free);
 	if (!slash || !slash[1]) {
 		if (!is_get)
-			return reply_err(req, 405, "MethodNotAllowed", "a lock's status answers GET");
+			return lockapi_reply_err(req, 405, "MethodNotAllowed", "a lock's status answers GET");
 		ar->op = API_STATUS;
 	} else if (strcmp(slash, "/acquire") == 0) {
 		ar->op = API_ACQUIRE;
@@ -643,17 +565,17 @@ enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg)
 	} else if (strcmp(slash, "/release") == 0) {
 		ar->op = API_RELEASE;
 	} else {
-		return reply_err(req, 404, "NoSuchFenceEndpoint",
+		return lockapi_reply_err(req, 404, "NoSuchFenceEndpoint",
 				 "lock endpoints: acquire, renew, release");
 	}
 	if (ar->op != API_STATUS && !is_post)
-		return reply_err(req, 405, "MethodNotAllowed", "lock operations answer POST");
+		return lockapi_reply_err(req, 405, "MethodNotAllowed", "lock operations answer POST");
 	if (api->fencing && !fencing_lock_known(api->fencing, name))
-		return reply_err(req, 404, "NoSuchLock",
+		return lockapi_reply_err(req, 404, "NoSuchLock",
 				 "no lock of that name in the configuration");
 	ar->lock = lockreg_get(api->locks, name, name, 1, &why);
 	if (!ar->lock)
-		return reply_err(req, why && strcmp(why, "full") == 0 ? 503 : 400,
+		return lockapi_reply_err(req, why && strcmp(why, "full") == 0 ? 503 : 400,
 				 why && strcmp(why, "full") == 0 ? "SlowDown" : "InvalidLockName",
 				 why && strcmp(why, "full") == 0
 				 ? "too many locks in use"
@@ -667,162 +589,14 @@ enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg)
 	if (ar->op == API_STATUS) {
 		ar->suspended = true;
 		if (lockreg_submit(api->locks, ar->lock, api_run, api_done, ar) < 0)
-			return reply_err(req, 503, "ServiceUnavailable",
+			return lockapi_reply_err(req, 503, "ServiceUnavailable",
 					 "cannot queue the lock operation");
 		return PROXY_SUSPEND;
 	}
 	/* POST: read the JSON body, then run (replying from api_done) */
 	if (proxy_req_consume(req, body_cb, body_end, ar) < 0)
-		return reply_err(req, 500, "InternalError", "cannot read the body");
+		return lockapi_reply_err(req, 500, "InternalError", "cannot read the body");
 	return PROXY_HANDLED;
-}
-
-/* ---- self-test and lifecycle -------------------------------------------- */
-
-struct self_test_job {
-	struct lockapi *api;
-	enum lock_code code;
-	char err[400];
-};
-
-static void self_test_run(void *arg)
-{
-	struct self_test_job *j = arg;
-	struct store *st;
-	char err[300];
-
-	st = store_open(&j->api->st_cfg, err, sizeof(err));
-	if (!st) {
-		j->code = LOCK_ERR_STORE;
-		snprintf(j->err, sizeof(j->err), "cannot open the store: %s", err);
-		return;
-	}
-	j->code = lock_check_store(st, ".fencegate-selftest/probe-", err, sizeof(err));
-	if (j->code != LOCK_OK)
-		snprintf(j->err, sizeof(j->err), "%s: %s", lock_strerror(j->code), err);
-	store_close(st);
-}
-
-/* ---- the upstream probe ---------------------------------------------------- */
-
-struct probe_job {
-	struct lockapi *api;
-	bool ok;
-	char err[300];
-};
-
-static void probe_run(void *arg)
-{
-	struct probe_job *j = arg;
-	struct lockapi *api = j->api;
-	struct store_list_page page = {0};
-	struct store_result res = STORE_RESULT_INIT;
-	enum store_code sc;
-
-	if (!api->probe_st) {
-		struct store_config sc_cfg = api->st_cfg;
-
-		sc_cfg.timeout_ms = UPSTREAM_PROBE_TIMEOUT_MS;
-		sc_cfg.max_retries = -1;
-		api->probe_st = store_open(&sc_cfg, j->err, sizeof(j->err));
-		if (!api->probe_st)
-			return;
-	}
-	sc = store_list(api->probe_st, store_root(api->probe_st), NULL, NULL, 1, &page, &res);
-	j->ok = sc == STORE_OK;
-	if (!j->ok)
-		snprintf(j->err, sizeof(j->err), "listing \"%.100s\": %s%s%.150s", api->st_url,
-			 store_strerror(sc), res.err_message[0] ? ": " : "", res.err_message);
-	store_list_page_free(&page);
-	store_result_clear(&res);
-}
-
-static void probe_done(void *arg)
-{
-	struct probe_job *j = arg;
-	struct lockapi *api = j->api;
-
-	api->probing = false;
-	if (!j->ok && !api->upstream_down)
-		log_warn("upstream unreachable, health answers 503: %s", j->err);
-	else if (j->ok && api->upstream_down)
-		log_info("upstream reachable again on \"%s\"", api->st_url);
-	api->upstream_down = !j->ok;
-	snprintf(api->upstream_err, sizeof(api->upstream_err), "%s", j->ok ? "" : j->err);
-	free(j);
-}
-
-static void probe_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct lockapi *api = arg;
-	struct probe_job *j;
-
-	(void)fd;
-	(void)what;
-	if (api->probing || !(j = calloc(1, sizeof(*j))))
-		return;
-	j->api = api;
-	api->probing = true;
-	if (jobs_submit(api->jobs, probe_run, probe_done, j) < 0) {
-		api->probing = false;
-		free(j);
-	}
-}
-
-/* After the self-test: S3 stores are probed from now on. */
-static void start_probe(struct lockapi *api)
-{
-	struct timeval tv = { UPSTREAM_PROBE_MS / 1000, (UPSTREAM_PROBE_MS % 1000) * 1000 };
-
-	if (!api->base || strncmp(api->st_url, "s3://", 5) != 0)
-		return;
-	api->probe_timer = event_new(api->base, -1, EV_PERSIST, probe_cb, api);
-	if (!api->probe_timer || event_add(api->probe_timer, &tv) < 0)
-		log_warn("cannot start the upstream probe: health will not report the upstream");
-}
-
-static void self_test_done(void *arg)
-{
-	struct self_test_job *j = arg;
-	struct lockapi *api = j->api;
-
-	api->self_test_done = 1;
-	if (j->code == LOCK_OK) {
-		api->healthy = 1;
-		start_probe(api);
-		log_info("backend self-test passed on \"%s\": conditional writes are honoured",
-			 api->st_url);
-	} else {
-		snprintf(api->self_test_err, sizeof(api->self_test_err),
-			 "backend self-test failed on \"%.100s\": %.280s", api->st_url, j->err);
-		log_error("%s; refusing to report healthy", api->self_test_err);
-	}
-	free(j);
-}
-
-int lockapi_start_self_test(struct lockapi *api)
-{
-	struct self_test_job *j;
-
-	if (!api->st_url) {
-		api->healthy = 1;
-		api->self_test_done = 1;
-		return 0;
-	}
-	j = calloc(1, sizeof(*j));
-	if (!j)
-		return -1;
-	j->api = api;
-	if (jobs_submit(api->jobs, self_test_run, self_test_done, j) < 0) {
-		free(j);
-		return -1;
-	}
-	return 0;
-}
-
-int lockapi_healthy(const struct lockapi *api)
-{
-	return api->healthy;
 }
 
 struct lockapi *lockapi_new(const struct lockapi_config *cfg, char *err, size_t errlen)

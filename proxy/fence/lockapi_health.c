@@ -1,0 +1,215 @@
+/* lockapi_health.c — whether this proxy can serve writes, and what it has
+ * done: the backend self-test at start (every condition the protocol
+ * uses), then, on S3 stores, a one-key listing every few seconds; the
+ * /_fence/health answer built on both, and the /_fence/metrics page. It
+ * takes no locks and serves no lock operation (lockapi.c does). */
+#include "lockapi_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/log.h"
+
+enum proxy_action lockapi_health_page(struct lockapi *api, struct proxy_req *req)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (api->healthy && api->upstream_down) {
+		cJSON_AddStringToObject(o, "status", "upstream_unreachable");
+		cJSON_AddStringToObject(o, "message", api->upstream_err);
+		lockapi_reply_json(req, 503, o);
+	} else if (api->healthy) {
+		cJSON_AddStringToObject(o, "status", "ok");
+		lockapi_reply_json(req, 200, o);
+	} else {
+		cJSON_AddStringToObject(o, "status", api->self_test_done ? "failed" : "starting");
+		cJSON_AddStringToObject(o, "message", api->self_test_done
+				       ? api->self_test_err : "the backend self-test is running");
+		lockapi_reply_json(req, 503, o);
+	}
+	return PROXY_HANDLED;
+}
+
+enum proxy_action lockapi_metrics_page(struct lockapi *api, struct proxy_req *req)
+{
+	struct front_hdrs h = {0};
+	char *text;
+	size_t len = 0;
+
+	if (!api->metrics)
+		return lockapi_reply_err(req, 404, "NoSuchFenceEndpoint", "metrics are off");
+	if (api->fencing)
+		fencing_update_metrics(api->fencing);
+	if (api->proxy) {
+		size_t open;
+		unsigned long long accepted;
+
+		metrics_set(api->metrics->in_flight, NULL, (double)proxy_inflight(api->proxy));
+		proxy_connections(api->proxy, &open, &accepted);
+		metrics_set(api->metrics->conns_open, NULL, (double)open);
+		metrics_set(api->metrics->conns_accepted, NULL, (double)accepted);
+	}
+	metrics_set(api->metrics->self_test, NULL, api->healthy ? 1 : 0);
+	fencegate_metrics_update_process(api->metrics);
+	for (struct lockreg_entry *e = lockreg_first(api->locks); e; e = e->next)
+		if (e->loaded)
+			lockapi_set_epoch_metric(api, e);
+	text = metrics_render(api->metrics->registry, &len);
+	if (!text)
+		return lockapi_reply_err(req, 500, "InternalError", "out of memory");
+	front_hdrs_add(&h, "Cache-Control", "no-store");
+	proxy_req_reply(req, 200, &h, METRICS_CONTENT_TYPE, text, len);
+	front_hdrs_clear(&h);
+	free(text);
+	return PROXY_HANDLED;
+}
+
+/* ---- self-test and lifecycle -------------------------------------------- */
+
+struct self_test_job {
+	struct lockapi *api;
+	enum lock_code code;
+	char err[400];
+};
+
+static void self_test_run(void *arg)
+{
+	struct self_test_job *j = arg;
+	struct store *st;
+	char err[300];
+
+	st = store_open(&j->api->st_cfg, err, sizeof(err));
+	if (!st) {
+		j->code = LOCK_ERR_STORE;
+		snprintf(j->err, sizeof(j->err), "cannot open the store: %s", err);
+		return;
+	}
+	j->code = lock_check_store(st, ".fencegate-selftest/probe-", err, sizeof(err));
+	if (j->code != LOCK_OK)
+		snprintf(j->err, sizeof(j->err), "%s: %s", lock_strerror(j->code), err);
+	store_close(st);
+}
+
+/* ---- the upstream probe ---------------------------------------------------- */
+
+struct probe_job {
+	struct lockapi *api;
+	bool ok;
+	char err[300];
+};
+
+static void probe_run(void *arg)
+{
+	struct probe_job *j = arg;
+	struct lockapi *api = j->api;
+	struct store_list_page page = {0};
+	struct store_result res = STORE_RESULT_INIT;
+	enum store_code sc;
+
+	if (!api->probe_st) {
+		struct store_config sc_cfg = api->st_cfg;
+
+		sc_cfg.timeout_ms = UPSTREAM_PROBE_TIMEOUT_MS;
+		sc_cfg.max_retries = -1;
+		api->probe_st = store_open(&sc_cfg, j->err, sizeof(j->err));
+		if (!api->probe_st)
+			return;
+	}
+	sc = store_list(api->probe_st, store_root(api->probe_st), NULL, NULL, 1, &page, &res);
+	j->ok = sc == STORE_OK;
+	if (!j->ok)
+		snprintf(j->err, sizeof(j->err), "listing \"%.100s\": %s%s%.150s", api->st_url,
+			 store_strerror(sc), res.err_message[0] ? ": " : "", res.err_message);
+	store_list_page_free(&page);
+	store_result_clear(&res);
+}
+
+static void probe_done(void *arg)
+{
+	struct probe_job *j = arg;
+	struct lockapi *api = j->api;
+
+	api->probing = false;
+	if (!j->ok && !api->upstream_down)
+		log_warn("upstream unreachable, health answers 503: %s", j->err);
+	else if (j->ok && api->upstream_down)
+		log_info("upstream reachable again on \"%s\"", api->st_url);
+	api->upstream_down = !j->ok;
+	snprintf(api->upstream_err, sizeof(api->upstream_err), "%s", j->ok ? "" : j->err);
+	free(j);
+}
+
+static void probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lockapi *api = arg;
+	struct probe_job *j;
+
+	(void)fd;
+	(void)what;
+	if (api->probing || !(j = calloc(1, sizeof(*j))))
+		return;
+	j->api = api;
+	api->probing = true;
+	if (jobs_submit(api->jobs, probe_run, probe_done, j) < 0) {
+		api->probing = false;
+		free(j);
+	}
+}
+
+/* After the self-test: S3 stores are probed from now on. */
+static void start_probe(struct lockapi *api)
+{
+	struct timeval tv = { UPSTREAM_PROBE_MS / 1000, (UPSTREAM_PROBE_MS % 1000) * 1000 };
+
+	if (!api->base || strncmp(api->st_url, "s3://", 5) != 0)
+		return;
+	api->probe_timer = event_new(api->base, -1, EV_PERSIST, probe_cb, api);
+	if (!api->probe_timer || event_add(api->probe_timer, &tv) < 0)
+		log_warn("cannot start the upstream probe: health will not report the upstream");
+}
+
+static void self_test_done(void *arg)
+{
+	struct self_test_job *j = arg;
+	struct lockapi *api = j->api;
+
+	api->self_test_done = 1;
+	if (j->code == LOCK_OK) {
+		api->healthy = 1;
+		start_probe(api);
+		log_info("backend self-test passed on \"%s\": conditional writes are honoured",
+			 api->st_url);
+	} else {
+		snprintf(api->self_test_err, sizeof(api->self_test_err),
+			 "backend self-test failed on \"%.100s\": %.280s", api->st_url, j->err);
+		log_error("%s; refusing to report healthy", api->self_test_err);
+	}
+	free(j);
+}
+
+int lockapi_start_self_test(struct lockapi *api)
+{
+	struct self_test_job *j;
+
+	if (!api->st_url) {
+		api->healthy = 1;
+		api->self_test_done = 1;
+		return 0;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -1;
+	j->api = api;
+	if (jobs_submit(api->jobs, self_test_run, self_test_done, j) < 0) {
+		free(j);
+		return -1;
+	}
+	return 0;
+}
+
+int lockapi_healthy(const struct lockapi *api)
+{
+	return api->healthy;
+}
+
