@@ -204,18 +204,6 @@ static unsigned name_hash(const char *s)
 
 static void refresh_cb(evutil_socket_t fd, short what, void *arg);
 
-static char *dup_opt(const char *s, int *fail)
-{
-	char *d;
-
-	if (!s)
-		return NULL;
-	d = strdup(s);
-	if (!d)
-		*fail = 1;
-	return d;
-}
-
 struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t errlen)
 {
 	struct lockreg *r = calloc(1, sizeof(*r));
@@ -228,10 +216,11 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 	}
 	r->base = cfg->base;
 	r->jobs = cfg->jobs;
-	r->s3_endpoint = dup_opt(cfg->s3_endpoint, &fail);
-	r->data_dir = dup_opt(cfg->data_dir, &fail);
-	r->lock_store = dup_opt(cfg->lock_store, &fail);
-	r->region = dup_opt(cfg->region, &fail);
+	/* the optional strings, copied */
+	fail |= cfg->s3_endpoint && !(r->s3_endpoint = strdup(cfg->s3_endpoint));
+	fail |= cfg->data_dir && !(r->data_dir = strdup(cfg->data_dir));
+	fail |= cfg->lock_store && !(r->lock_store = strdup(cfg->lock_store));
+	fail |= cfg->region && !(r->region = strdup(cfg->region));
 	r->max_locks = cfg->max_locks ? cfg->max_locks : LOCKREG_DEFAULT_MAX_LOCKS;
 	r->refresh_ms = cfg->refresh_ms ? cfg->refresh_ms : 1000;
 	r->active_ms = cfg->active_ms ? cfg->active_ms : 30000;
