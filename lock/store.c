@@ -189,3 +189,26 @@ const char *store_root(const struct store *st)
 {
 	return st->root ? st->root : "";
 }
+
+int store_etag_matches(const char *want, const char *have)
+{
+	size_t wl, hl;
+
+	while (*want == ' ')
+		want++;
+	if (strcmp(want, "*") == 0)
+		return 1;
+	if (strncmp(want, "W/", 2) == 0)
+		want += 2;
+	wl = strlen(want);
+	hl = strlen(have);
+	if (wl >= 2 && want[0] == '"' && want[wl - 1] == '"') {
+		want++;
+		wl -= 2;
+	}
+	if (hl >= 2 && have[0] == '"' && have[hl - 1] == '"') {
+		have++;
+		hl -= 2;
+	}
+	return wl == hl && strncasecmp(want, have, wl) == 0;
+}

@@ -291,6 +291,11 @@ struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
 struct store *store_fs_open(const struct store_config *cfg, const char *dir,
 			    char *err, size_t errlen);
 
+/* Compares ETags as S3 does for If-Match / If-None-Match: quotes optional,
+ * a weak "W/" prefix ignored, hex case ignored, "*" matches any; leading
+ * blanks skipped. Returns 1 if want matches have. */
+int store_etag_matches(const char *want, const char *have);
+
 /* A conservative key rule: not empty, not absolute, no "." or ".."
  * segment, no "//", no NUL/control bytes, at most 1024 bytes. Returns 1 if
  * key passes. (The local-directory backend no longer needs it: it stores

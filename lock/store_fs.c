@@ -108,26 +108,6 @@ void store_fs_close_fd(int *fd)
 	*fd = -1;
 }
 
-/* Compares ETags as S3 does for If-Match: quotes optional, "*" matches any. */
-static int etag_matches(const char *want, const char *have)
-{
-	size_t wl, hl;
-
-	if (strcmp(want, "*") == 0)
-		return 1;
-	wl = strlen(want);
-	hl = strlen(have);
-	if (wl >= 2 && want[0] == '"' && want[wl - 1] == '"') {
-		want++;
-		wl -= 2;
-	}
-	if (hl >= 2 && have[0] == '"' && have[hl - 1] == '"') {
-		have++;
-		hl -= 2;
-	}
-	return wl == hl && strncasecmp(want, have, wl) == 0;
-}
-
 /* 1 if the version whose sidecar is json (NULL: none) has metadata
  * name equal to value, absent counting as "". */
 static int meta_cond_holds(const cJSON *json, const char *name, const char *value)
@@ -358,7 +338,7 @@ static enum store_code check_version(const char *key, const struct fs_object *cu
 				     const char *if_match, const char *meta_name,
 				     const char *meta_value, struct store_result *res)
 {
-	if (if_match && !etag_matches(if_match, cur->etag))
+	if (if_match && !store_etag_matches(if_match, cur->etag))
 		return store_fs_fail(res, STORE_PRECONDITION_FAILED, "PreconditionFailed",
 				     "object \"%s\" is at ETag %s, not %s", key, cur->etag, if_match);
 	if (meta_value && !meta_cond_holds(cur->json, meta_name, meta_value))

@@ -60,8 +60,8 @@ int s3l_read_copy_source(struct s3l_call *c, struct store_result *res)
 			s3l_fail_from_store(c, res);
 		goto out;
 	}
-	if ((c->copy_if_match && !s3l_etag_match(c->copy_if_match, res->etag)) ||
-	    (c->copy_if_none_match && s3l_etag_match(c->copy_if_none_match, res->etag))) {
+	if ((c->copy_if_match && !store_etag_matches(c->copy_if_match, res->etag)) ||
+	    (c->copy_if_none_match && store_etag_matches(c->copy_if_none_match, res->etag))) {
 		s3l_call_fail(c, 412, "PreconditionFailed",
 			      "the copy source is at ETag %s (x-amz-copy-source-if-*)", res->etag);
 		goto out;

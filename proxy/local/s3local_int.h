@@ -328,8 +328,6 @@ void s3l_run_get_acl(struct s3l_call *c);
 
 /* ---- s3local_object.c: objects ------------------------------------------ */
 
-/* Compares ETags as S3 does: quotes optional, W/ ignored, "*" matches any. */
-int s3l_etag_match(const char *want, const char *have);
 /* "0".."9999999999999999999" (1-19 digits, no sign or blanks) into *out;
  * 0, or -1. */
 int s3l_parse_u64(const char *s, uint64_t *out);

@@ -43,29 +43,6 @@ int s3l_parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-int s3l_etag_match(const char *want, const char *have)
-{
-	size_t wl, hl;
-
-	while (*want == ' ')
-		want++;
-	if (strcmp(want, "*") == 0)
-		return 1;
-	if (strncmp(want, "W/", 2) == 0)
-		want += 2;
-	wl = strlen(want);
-	hl = strlen(have);
-	if (wl >= 2 && want[0] == '"' && want[wl - 1] == '"') {
-		want++;
-		wl -= 2;
-	}
-	if (hl >= 2 && have[0] == '"' && have[hl - 1] == '"') {
-		have++;
-		hl -= 2;
-	}
-	return wl == hl && strncasecmp(want, have, wl) == 0;
-}
-
 /* 1 if any entry of the comma-separated ETag list matches have. */
 static int etag_list_match(const char *list, const char *have)
 {
@@ -81,7 +58,7 @@ static int etag_list_match(const char *list, const char *have)
 		if (n < sizeof(buf)) {
 			memcpy(buf, p, n);
 			buf[n] = '\0';
-			if (s3l_etag_match(buf, have))
+			if (store_etag_matches(buf, have))
 				return 1;
 		}
 		if (!comma)
