@@ -24,6 +24,7 @@
 #include "http/front.h"
 #include "wire/method.h"
 #include "wire/pct.h"
+#include "wire/query.h"
 #include "wire/sigv2.h"
 
 static const char *const v2_names[V2Q_COUNT] = { "AWSAccessKeyId", "Signature", "Expires" };
@@ -159,8 +160,11 @@ static void v2_verify(const struct auth_request *req, const char *access_key,
 		.headers = headers, .nheaders = h->n, .expires = expires,
 	};
 	if (sigv2_string_to_sign(&sreq, &sts) < 0) {
-		/* a bad escape in a sub-resource (ENOMEM is far less likely) */
-		reject(out, 403, "SignatureDoesNotMatch", AUTH_MSG_MISMATCH);
+		/* the query cannot be read (ENOMEM is far less likely): refused
+		 * whatever the signature says (found by fuzz_sigv2: 62 harmless
+		 * parameters plus the 3 presign ones) */
+		reject(out, 400, "InvalidArgument", "the query string cannot be read (a bad "
+		       "%%-escape, or more than %d parameters)", QUERY_PARAMS_MAX);
 		goto out;
 	}
 	sigv2_signature(secret, sts, expect);
