@@ -93,6 +93,14 @@ enum proxy_action fencing_reply_error(struct freq *fr, int status, const char *c
 	return PROXY_HANDLED; /* fr may be gone now (a consumed request) */
 }
 
+void fencing_refuse_lock_name(struct freq *fr, enum policy_pick pick)
+{
+	fr->verdict = "refused";
+	fencing_reply_error(fr, 400, "InvalidFencingLock",
+			    pick == POLICY_PICK_NAME_UNKNOWN ? "no lock of that name is configured"
+			    : "this route does not let a request name its lock", false, 0);
+}
+
 void fencing_reply_untracked(struct freq *fr, const char *why)
 {
 	fencing_reply_error(fr, 503, fr->f->http_mode ? "ServiceUnavailable" : "SlowDown",

@@ -210,10 +210,7 @@ static struct lockreg_entry *http_lock_for(struct freq *fr, enum proxy_action *a
 	if (pick == POLICY_PICK_NAME_FORBIDDEN || pick == POLICY_PICK_NAME_UNKNOWN ||
 	    (pick == POLICY_PICK_NO_ROUTE && ls == TOKEN_LOCK_OK)) {
 		/* unrouted (bucket_lock): the path names the lock, not the request */
-		fr->verdict = "refused";
-		fencing_reply_error(fr, 400, "InvalidFencingLock",
-				    pick == POLICY_PICK_NAME_UNKNOWN ? "no lock of that name is configured"
-				    : "this route does not let a request name its lock", false, 0);
+		fencing_refuse_lock_name(fr, pick);
 		return NULL;
 	}
 	if (pl) {

@@ -17,6 +17,7 @@
 #include "fencing.h"
 #include "multipart.h"
 #include "objcache.h"
+#include "policy/policy.h"
 #include "s3/s3req.h"
 #include "token.h"
 
@@ -131,6 +132,9 @@ enum proxy_action fencing_reply_wait_failed(struct freq *fr, int r);
 /* The answer when the lock registry cannot take the lock (lockreg_get's
  * why: "full", or another reason): 503. */
 void fencing_reply_untracked(struct freq *fr, const char *why);
+/* 400 InvalidFencingLock for a lock name the request may not give (pick:
+ * POLICY_PICK_NAME_UNKNOWN, or a name where none may be given). */
+void fencing_refuse_lock_name(struct freq *fr, enum policy_pick pick);
 /* Appends a body piece to fr->body (NUL-terminated), up to max bytes in
  * all; past that it keeps nothing more and sets fr->body_too_big. For
  * proxy_req_consume body callbacks: 0, or -1 on ENOMEM. */

@@ -567,10 +567,7 @@ static struct lockreg_entry *s3_policy_lock(struct freq *fr, enum proxy_action *
 	}
 	pick = policy_pick_lock(pol, path, ls == TOKEN_LOCK_OK ? name : NULL, &route, &pl);
 	if (pick == POLICY_PICK_NAME_FORBIDDEN || pick == POLICY_PICK_NAME_UNKNOWN) {
-		fr->verdict = "refused";
-		fencing_reply_error(fr, 400, "InvalidFencingLock",
-				    pick == POLICY_PICK_NAME_UNKNOWN ? "no lock of that name is configured"
-				    : "this route does not let a request name its lock", false, 0);
+		fencing_refuse_lock_name(fr, pick);
 		return NULL;
 	}
 	if (route) {
