@@ -284,6 +284,7 @@ help:
 	@echo "  unit           unit tests only;  integration: integration tests only"
 	@echo "  bench          benchmarks against nginx and HAProxy (not a test)"
 	@echo "  fuzz           run each fuzz target for FUZZ_SECONDS (default 20)"
+	@echo "  sim            the deterministic simulation, SEEDS=N schedules (default 100000)"
 	@echo "  lint           clang-tidy and cppcheck"
 	@echo "  install        install to DESTDIR/PREFIX (PREFIX=$(PREFIX))"
 	@echo "  clean          remove build outputs"
