@@ -43,6 +43,22 @@ int s3l_parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* After a conditional write of the object CAS: 1 when it is settled (done:
+ * c->status = ok_status; or failed: the store's error answered), 0 when
+ * another writer came in between and the caller looks again. */
+static int cas_settled(struct s3l_call *c, enum store_code code, int ok_status)
+{
+	if (code == STORE_OK) {
+		c->status = ok_status;
+		return 1;
+	}
+	if (code != STORE_PRECONDITION_FAILED && code != STORE_NOT_FOUND) {
+		s3l_fail_from_store(c, &c->res);
+		return 1;
+	}
+	return 0;
+}
+
 /* 1 if any entry of the comma-separated ETag list matches have. */
 static int etag_list_match(const char *list, const char *have)
 {
@@ -260,14 +276,8 @@ void s3l_put_object(struct s3l_call *c, struct store *st, struct store_put_opts 
 			opts->if_meta.name = NULL;
 		}
 		code = store_put(st, c->key, body, len, opts, &c->res);
-		if (code == STORE_OK) {
-			c->status = 200;
+		if (cas_settled(c, code, 200))
 			goto out;
-		}
-		if (code != STORE_PRECONDITION_FAILED && code != STORE_NOT_FOUND) {
-			s3l_fail_from_store(c, &c->res);
-			goto out;
-		}
 		/* another writer came in between: look again */
 	}
 	s3l_call_fail(c, 503, "SlowDown",
@@ -377,14 +387,8 @@ void s3l_run_delete(struct s3l_call *c)
 		dopts.if_meta.name = S3LOCAL_EPOCH_META;
 		dopts.if_meta.value = seen_epoch;
 		code = store_delete_ex(st, c->key, &dopts, &c->res);
-		if (code == STORE_OK) {
-			c->status = 204;
+		if (cas_settled(c, code, 204))
 			goto out;
-		}
-		if (code != STORE_PRECONDITION_FAILED && code != STORE_NOT_FOUND) {
-			s3l_fail_from_store(c, &c->res);
-			goto out;
-		}
 	}
 	s3l_call_fail(c, 503, "SlowDown",
 		      "the key \"%s\" kept changing under concurrent writers; retry", c->key);
