@@ -8,7 +8,6 @@
  * does). */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "lock.h"
+#include "lock_keeper.h"
 #include "timesrc.h"
 #include "fencectl_int.h"
 
@@ -42,63 +42,11 @@ static void nap_ms(int64_t ms)
 	nanosleep(&ts, NULL); /* a signal may cut it short: fine, we poll */
 }
 
-/* The renewals run on their own thread, so that the holder's deadline is
- * enforced by the main loop's clock whatever a request in flight does.
- * The thread owns lk and grant while it runs; it publishes the deadline of
- * each confirmed renewal and whether the lock was lost. Every renewal is
- * bounded by the current deadline (lock_renew, store.h deadline_mono_ms),
- * so joining the thread is bounded too. */
-struct renewer {
-	pthread_mutex_t mu;
-	struct lock *lk;
-	struct lock_grant *g;
-	const struct timesrc *ts;
-	int64_t period;
-	/* under mu */
-	int64_t deadline;            /* of the last confirmed grant */
-	int lost;
-	int stop;
-	char why[512];
-};
-
-static void *renew_loop(void *arg)
+/* The keeper's retry report (on its thread): the store failed, not the lock. */
+static void report_retry(const char *err, void *arg)
 {
-	struct renewer *rw = arg;
-	int64_t next = timesrc_mono_ms(rw->ts) + rw->period;
-	char err[512];
-	enum lock_code rc;
-
-	for (;;) {
-		pthread_mutex_lock(&rw->mu);
-		if (rw->stop) {
-			pthread_mutex_unlock(&rw->mu);
-			return NULL;
-		}
-		pthread_mutex_unlock(&rw->mu);
-		if (timesrc_mono_ms(rw->ts) < next) {
-			nap_ms(RUN_POLL_MS);
-			continue;
-		}
-		err[0] = '\0';
-		rc = lock_renew(rw->lk, rw->g, err, sizeof(err));
-		pthread_mutex_lock(&rw->mu);
-		if (rc == LOCK_OK) {
-			rw->deadline = rw->g->deadline_mono_ms;
-			next = timesrc_mono_ms(rw->ts) + rw->period;
-		} else if (rc == LOCK_LOST) {
-			snprintf(rw->why, sizeof(rw->why), "%s", err);
-			rw->lost = 1;
-		} else {
-			fprintf(stderr, "fencectl: renewing lock \"%s\" failed, will retry: %s\n",
-				lock_name(rw->lk), err);
-			next = timesrc_mono_ms(rw->ts) + (rw->period < 1000 ? rw->period : 1000);
-		}
-		if (rw->lost) {
-			pthread_mutex_unlock(&rw->mu);
-			return NULL;
-		}
-		pthread_mutex_unlock(&rw->mu);
-	}
+	fprintf(stderr, "fencectl: renewing lock \"%s\" failed, will retry: %s\n",
+		(const char *)arg, err);
 }
 
 int fencectl_cmd_run(const struct cli *c, struct lock *lk)
@@ -112,11 +60,10 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 	enum lock_code rc;
 	char err[512] = "", token[32];
 	int64_t now, kill_at = 0, period, grace;
-	int status = 0, lost = 0, killed = 0, code, have_renewer = 0;
-	struct renewer rw;
-	pthread_t renewer;
-	sigset_t all, old_mask;
-	int started;
+	int status = 0, lost = 0, killed = 0, code;
+	struct lock_keeper_opts ko = { .on_retry = report_retry };
+	struct lock_keeper *keeper;
+	char why[512] = "";
 	pid_t pid, r;
 
 	if (!c->child_argv || !c->child_argv[0])
@@ -161,27 +108,15 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 
 	period = g.ttl_ms / 3 > 1 ? g.ttl_ms / 3 : 1;
 	grace = period < RUN_GRACE_MAX_MS ? period : RUN_GRACE_MAX_MS;
-	memset(&rw, 0, sizeof(rw));
-	pthread_mutex_init(&rw.mu, NULL);
-	rw.lk = lk;
-	rw.g = &g;
-	rw.ts = ts;
-	rw.period = period;
-	rw.deadline = g.deadline_mono_ms;
-	/* signals are the main thread's (forwarded to the child): the
-	 * renewal thread starts with all of them blocked */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old_mask);
-	started = pthread_create(&renewer, NULL, renew_loop, &rw);
-	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-	if (started != 0) {
-		fprintf(stderr, "fencectl: cannot start the renewal thread; stopping the child\n");
+	ko.period_ms = period;
+	ko.arg = (void *)lock_name(lk);
+	keeper = lock_keeper_start(lk, &g, &ko, err, sizeof(err));
+	if (!keeper) {
+		fprintf(stderr, "fencectl: %s; stopping the child\n", err);
 		kill(pid, SIGTERM);
-		snprintf(rw.why, sizeof(rw.why), "no renewal thread");
+		snprintf(why, sizeof(why), "no renewal thread");
 		lost = 1;
 		kill_at = timesrc_mono_ms(ts) + grace;
-	} else {
-		have_renewer = 1;
 	}
 	for (;;) {
 		r = waitpid(pid, &status, WNOHANG);
@@ -199,19 +134,12 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 			kill(pid, SIGKILL);
 			killed = 1;
 		}
-		if (!lost) {
-			pthread_mutex_lock(&rw.mu);
-			if (rw.lost) {
-				fprintf(stderr, "fencectl: %s; the lock is lost, stopping the child\n",
-					rw.why);
-				lost = 1;
-			} else if (now >= rw.deadline) {
-				fprintf(stderr, "fencectl: lock \"%s\": no confirmed renewal before the "
-					"lease deadline; stopping the child\n", lock_name(lk));
-				snprintf(rw.why, sizeof(rw.why), "no confirmed renewal before the deadline");
-				lost = 1;
-			}
-			pthread_mutex_unlock(&rw.mu);
+		/* judged here by this thread's clock, whatever a renewal in
+		 * flight on the keeper's thread is doing */
+		if (!lost && lock_keeper_lost(keeper, why, sizeof(why))) {
+			fprintf(stderr, "fencectl: lock \"%s\": %s; stopping the child\n",
+				lock_name(lk), why);
+			lost = 1;
 		}
 		if (lost && !kill_at) {
 			kill(pid, SIGTERM);
@@ -220,16 +148,13 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 		nap_ms(RUN_POLL_MS);
 	}
 	run_child_pid = 0;
-	if (have_renewer) {
-		/* a renewal in flight ends by the deadline at the latest */
-		pthread_mutex_lock(&rw.mu);
-		rw.stop = 1;
-		pthread_mutex_unlock(&rw.mu);
-		pthread_join(renewer, NULL);
-		if (rw.lost)
-			lost = 1; /* lost as the child exited */
+	/* a renewal in flight ends by the deadline at the latest */
+	if (keeper && !lost && lock_keeper_lost(keeper, why, sizeof(why)))
+		lost = 1; /* lost as the child exited */
+	if (lock_keeper_stop(keeper) && !lost) {
+		snprintf(why, sizeof(why), "lost while the command was exiting");
+		lost = 1;
 	}
-	pthread_mutex_destroy(&rw.mu);
 
 	if (!lost) {
 		err[0] = '\0';
@@ -239,7 +164,7 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 				lock_name(lk), g.epoch, err[0] ? err : lock_strerror(rc));
 	} else {
 		fprintf(stderr, "fencectl: lease lost: lock \"%s\" epoch %" PRIu64 " (%s)\n",
-			lock_name(lk), g.epoch, rw.why);
+			lock_name(lk), g.epoch, why);
 	}
 	if (WIFEXITED(status))
 		code = WEXITSTATUS(status);
