@@ -100,10 +100,21 @@ $(O)/build/san/%.o: %.c $(HEADERS) | deps-test
 	$(E) CC-SAN $<
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) -O1 -g $(SAN) -c -o $@ $<
 
-$(O)/lib/libfencelock.a: $(LOCK_OBJ)
-	@mkdir -p $(O)/lib
+# the programs link the whole lock layer (build/libfencelock-all.a); the
+# installed static library is one relocatable object in which only the
+# public API (fencelock.h: fence_*) stays global, so a program that links it
+# statically meets none of our internal names (lock_open, store_put, ...)
+$(O)/build/libfencelock-all.a: $(LOCK_OBJ)
+	@mkdir -p $(O)/build
 	$(E) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(O)/lib/libfencelock.a: $(LOCK_OBJ)
+	@mkdir -p $(O)/lib $(O)/build
+	$(E) AR $@
+	$(Q)ld -r -o $(O)/build/fencelock-public.o $^ && \
+		objcopy --wildcard --keep-global-symbol='fence_*' $(O)/build/fencelock-public.o && \
+		rm -f $@ && ar rcs $@ $(O)/build/fencelock-public.o
 
 # the shared library: soname libfencelock.so.0, only the installed headers'
 # functions exported (lock/libfencelock.map)
@@ -132,13 +143,13 @@ $(O)/build/fencegate.service: deploy/systemd/fencegate.service.in Makefile FORCE
 		-e 's|@UNITDIR@|$(UNITDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $< > $@.tmp && \
 		mv $@.tmp $@
 
-$(O)/bin/fencectl: $(FENCECTL_SRC:%.c=$(O)/build/obj/%.o) $(O)/lib/libfencelock.a
+$(O)/bin/fencectl: $(FENCECTL_SRC:%.c=$(O)/build/obj/%.o) $(O)/build/libfencelock-all.a
 	@mkdir -p $(O)/bin
 	$(E) LD $@
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
 
 $(O)/bin/fencegate: $(O)/build/obj/proxy/main.o $(O)/build/obj/proxy/cli.o $(CORE_OBJ) \
-		$(O)/lib/libfencelock.a
+		$(O)/build/libfencelock-all.a
 	@mkdir -p $(O)/bin
 	$(E) LD $@
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
@@ -204,10 +215,14 @@ run: all
 
 test: all deps-test layering man-check unit sim-smoke fuzz-smoke integration
 
-# the man pages format without a warning
+# the man pages format without a warning; fencegate.json(5) is the key table of
+# policy/README.md
 man-check:
-	$(Q)for m in man/*.[18]; do groff -man -ww -z $$m 2>&1 | grep . && \
+	$(Q)for m in man/*.[1358]; do groff -man -ww -z $$m 2>&1 | grep . && \
 		{ echo "man-check: $$m has warnings"; exit 1; }; true; done
+	$(Q)man/gen-config-man.py | cmp -s - man/fencegate.json.5 || \
+		{ echo "man-check: man/fencegate.json.5 is not what man/gen-config-man.py makes" \
+			"of policy/README.md; run: man/gen-config-man.py > man/fencegate.json.5"; exit 1; }
 
 layering:
 	$(Q)tests/layering.sh
@@ -251,8 +266,9 @@ lint: deps
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include/fencelock $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR) \
-		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(PREFIX)/include/fencegate $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)/examples
 	install -m 644 $(O)/build/fencegate.service $(DESTDIR)$(UNITDIR)/fencegate.service
 	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
@@ -262,16 +278,22 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' lock/libfencelock.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfencelock.pc
 	install -m 644 man/fencectl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 man/libfencelock.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 man/fencegate.json.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 man/fencegate.8 $(DESTDIR)$(MANDIR)/man8/
-	install -m 644 lock/lock.h lock/store.h lock/timesrc.h lock/lockhttp.h $(DESTDIR)$(PREFIX)/include/fencelock/
+	install -m 644 lock/fencelock.h $(DESTDIR)$(PREFIX)/include/fencegate/
+	install -m 644 examples/hold.c examples/worker.c examples/worker.sh examples/worker.py \
+		examples/worker.cjs \
+		$(DESTDIR)$(DOCDIR)/examples/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/fencectl $(DESTDIR)$(PREFIX)/bin/fencegate \
 		$(DESTDIR)$(PREFIX)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfencelock.pc \
 		$(DESTDIR)$(PREFIX)/lib/libfencelock.so $(DESTDIR)$(PREFIX)/lib/libfencelock.so.$(SOVERSION) \
 		$(DESTDIR)$(MANDIR)/man1/fencectl.1 $(DESTDIR)$(MANDIR)/man8/fencegate.8 \
+		$(DESTDIR)$(MANDIR)/man3/libfencelock.3 $(DESTDIR)$(MANDIR)/man5/fencegate.json.5 \
 		$(DESTDIR)$(UNITDIR)/fencegate.service
-	rm -rf $(DESTDIR)$(PREFIX)/include/fencelock $(DESTDIR)$(DOCDIR)
+	rm -rf $(DESTDIR)$(PREFIX)/include/fencegate $(DESTDIR)$(DOCDIR)
 
 clean:
 	rm -rf $(O)/build $(O)/bin $(O)/lib
