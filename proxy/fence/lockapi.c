@@ -141,6 +141,7 @@ static void api_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	if (!io->lk) {
 		ar->code = LOCK_ERR_STORE;
 		snprintf(ar->err, sizeof(ar->err), "%s", io->err ? io->err : "no store");
+		ar->no_bucket = io->no_bucket;
 		return;
 	}
 	switch (ar->op) {

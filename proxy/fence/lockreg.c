@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define LOCKREG_HASH_SIZE 4096
@@ -412,39 +413,67 @@ size_t lockreg_count(const struct lockreg *r)
 /* ---- serialized work ------------------------------------------------- */
 
 /* Worker side: opens the entry's store and lock on first use. */
-static void ensure_open(struct lockreg_entry *e, struct lockreg_io *io, char *err, size_t errlen)
+/* The store URL of e (url) and its client settings (sc); *bucket_dir set
+ * when the store is a bucket directory of the embedded store. */
+static void store_url_of(struct lockreg_entry *e, struct store_config *sc, char *url,
+			 size_t urllen, bool *bucket_dir)
 {
 	struct lockreg *r = e->reg;
+
+	memset(sc, 0, sizeof(*sc));
+	*bucket_dir = false;
+	if (e->store_url[0] && strncmp(e->store_url, "s3://", 5) == 0 &&
+	    !r->s3_endpoint && r->data_dir) {
+		/* embedded S3 mode: bucket B is the directory DATA/B (the
+		 * root is part of the prefix) */
+		snprintf(url, urllen, "file://%s/%.*s", r->data_dir,
+			 (int)strcspn(e->store_url + 5, "/"), e->store_url + 5);
+		*bucket_dir = true;
+	} else if (e->store_url[0]) {
+		/* its own store; an s3:// one on the S3 upstream in S3
+		 * mode, else on AWS_ENDPOINT_URL / AWS */
+		snprintf(url, urllen, "%s", e->store_url);
+		sc->endpoint = r->s3_endpoint;
+		sc->region = r->region;
+		sc->path_style = -1;
+	} else if (r->s3_endpoint) {
+		snprintf(url, urllen, "s3://%s", e->bucket);
+		sc->endpoint = r->s3_endpoint;
+		sc->region = r->region;
+		sc->path_style = 1;
+	} else {
+		snprintf(url, urllen, "file://%s/%s", r->data_dir, e->bucket);
+		*bucket_dir = true;
+	}
+}
+
+static void ensure_open(struct lockreg_entry *e, struct lockreg_io *io, char *err, size_t errlen)
+{
 	struct store_config sc;
 	struct lock_options lo;
 	char url[LOCKREG_STORE_MAX + 4200];
+	bool bucket_dir;
+	struct stat sb;
 
 	io->st = NULL;
 	io->lk = NULL;
 	io->err = NULL;
+	io->no_bucket = false;
+	store_url_of(e, &sc, url, sizeof(url), &bucket_dir);
+	/* a bucket of the embedded store exists when its directory does: a
+	 * lock in a bucket nobody created must not create it (S3 answers
+	 * NoSuchBucket), and one deleted since gets a fresh store later */
+	if (bucket_dir && (lstat(url + 7, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+		lock_close(e->lk);
+		store_close(e->st);
+		e->lk = NULL;
+		e->st = NULL;
+		snprintf(err, errlen, "the bucket of lock \"%s\" does not exist", e->name);
+		io->err = err;
+		io->no_bucket = true;
+		return;
+	}
 	if (!e->st) {
-		memset(&sc, 0, sizeof(sc));
-		if (e->store_url[0] && strncmp(e->store_url, "s3://", 5) == 0 &&
-		    !r->s3_endpoint && r->data_dir) {
-			/* embedded S3 mode: bucket B is the directory DATA/B (the
-			 * root is part of the prefix) */
-			snprintf(url, sizeof(url), "file://%s/%.*s", r->data_dir,
-				 (int)strcspn(e->store_url + 5, "/"), e->store_url + 5);
-		} else if (e->store_url[0]) {
-			/* its own store; an s3:// one on the S3 upstream in S3
-			 * mode, else on AWS_ENDPOINT_URL / AWS */
-			snprintf(url, sizeof(url), "%s", e->store_url);
-			sc.endpoint = r->s3_endpoint;
-			sc.region = r->region;
-			sc.path_style = -1;
-		} else if (r->s3_endpoint) {
-			snprintf(url, sizeof(url), "s3://%s", e->bucket);
-			sc.endpoint = r->s3_endpoint;
-			sc.region = r->region;
-			sc.path_style = 1;
-		} else {
-			snprintf(url, sizeof(url), "file://%s/%s", r->data_dir, e->bucket);
-		}
 		sc.url = url;
 		sc.timeout_ms = 10000;
 		e->st = store_open(&sc, err, errlen);
@@ -521,7 +550,7 @@ static void op_start(struct lockreg_entry *e)
 		if (jobs_submit(e->reg->jobs, op_run, op_done, op) < 0) {
 			/* the pool refuses (shutting down): run done() with an
 			 * error the run() never set; callers treat it as failed */
-			struct lockreg_io io = { NULL, NULL, "the worker pool is shutting down" };
+			struct lockreg_io io = { NULL, NULL, "the worker pool is shutting down", false };
 
 			e->busy = false;
 			op->run(e, &io, op->arg);
@@ -579,6 +608,7 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	if (!io->lk) {
 		j->code = LOCK_ERR_STORE;
 		snprintf(j->err, sizeof(j->err), "%s", io->err ? io->err : "no store");
+		j->no_bucket = io->no_bucket;
 		return;
 	}
 	if (e->reg->self_test && !e->tested) {

@@ -197,6 +197,8 @@ struct lockreg_io {
 	struct store *st;
 	struct lock *lk;
 	const char *err;             /* why st/lk are NULL */
+	bool no_bucket;              /* ... because the embedded store has no
+				      * such bucket (directory) */
 };
 typedef void (*lockreg_run_fn)(struct lockreg_entry *e, struct lockreg_io *io, void *arg);
 

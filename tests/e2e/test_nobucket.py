@@ -9,7 +9,12 @@ DELETE and CreateMultipartUpload get 404 NoSuchBucket, and the lock API's
 acquire on a bucket-named lock does too. Once the bucket exists the same
 lock loads and writes go through. A lock whose own store is a missing
 bucket the client never named (a config) stays 503: that bucket is the
-operator's to fix, and nothing is forwarded either way."""
+operator's to fix, and nothing is forwarded either way.
+
+The embedded store answers the same: its lock API used to create the
+bucket directory of a lock nobody had created a bucket for; now acquire
+and status on such a lock are 404 NoSuchBucket and nothing appears in the
+data directory, until the bucket is created (PUT /BUCKET)."""
 import json
 import os
 import sys
@@ -111,6 +116,30 @@ def t_operator_bucket_stays_503(moto):
         g.close()
 
 
+def t_embedded():
+    g = harness.Fencegate("--access-log", "off")
+    try:
+        before = sorted(os.listdir(g.data))
+        for method, path, body in (("POST", "/_fence/locks/%s/acquire" % MISSING, b'{"ttlMs":30000}'),
+                                   ("GET", "/_fence/locks/%s" % MISSING, None)):
+            st, resp = call(g, method, path, body)
+            assert st == 404 and json.loads(resp)["error"] == "NoSuchBucket", (path, st, resp)
+        st, resp = call(g, "PUT", "/%s/x.txt" % MISSING, b"x", {"X-Fencing-Token": "1"})
+        assert st == 404 and s3_code(resp) == "NoSuchBucket", (st, resp)
+        assert sorted(os.listdir(g.data)) == before, (before, os.listdir(g.data))
+        assert not os.path.exists(os.path.join(g.data, MISSING))
+        st, resp = call(g, "PUT", "/" + MISSING)
+        assert st == 200, (st, resp)
+        st, resp = call(g, "POST", "/_fence/locks/%s/acquire" % MISSING, b'{"ttlMs":30000}')
+        assert st == 200 and json.loads(resp)["epoch"] == 1, (st, resp)
+        st, resp = call(g, "PUT", "/%s/x.txt" % MISSING, b"x", {"X-Fencing-Token": "1"})
+        assert st == 200, (st, resp)
+        with open(os.path.join(g.data, MISSING, "x.txt"), "rb") as f:
+            assert f.read() == b"x"
+    finally:
+        g.close()
+
+
 def main():
     r = harness.Runner("e2e nobucket")
     moto = harness.Moto()
@@ -127,6 +156,8 @@ def main():
             g.close()
         r.check("a missing lock bucket the client did not name: 503, nothing forwarded",
                 t_operator_bucket_stays_503, moto)
+        r.check("embedded store: the lock API answers NoSuchBucket and creates nothing",
+                t_embedded)
     finally:
         moto.close()
     return r.finish()
