@@ -20,14 +20,21 @@ const char *barrier_strverdict(enum barrier_verdict v)
 	return "unknown";
 }
 
-static void ready_push(struct barrier *b, struct barrier_waiter *w)
+/* Appends w to the queue (*head, *tail). */
+static void queue_push(struct barrier_waiter **head, struct barrier_waiter **tail,
+		       struct barrier_waiter *w)
 {
 	w->next = NULL;
-	if (b->ready_tail)
-		b->ready_tail->next = w;
+	if (*tail)
+		(*tail)->next = w;
 	else
-		b->ready = w;
-	b->ready_tail = w;
+		*head = w;
+	*tail = w;
+}
+
+static void ready_push(struct barrier *b, struct barrier_waiter *w)
+{
+	queue_push(&b->ready, &b->ready_tail, w);
 }
 
 /* Unlinks w from the list head/tail; 1 if it was there. */
@@ -117,12 +124,7 @@ enum barrier_verdict barrier_admit(struct barrier *b, uint64_t epoch,
 		w->epoch = epoch;
 		w->cookie = cookie;
 		w->verdict = BARRIER_WAIT;
-		w->next = NULL;
-		if (b->waiting_tail)
-			b->waiting_tail->next = w;
-		else
-			b->waiting = w;
-		b->waiting_tail = w;
+		queue_push(&b->waiting, &b->waiting_tail, w);
 		b->n_waiting++;
 	}
 	return BARRIER_WAIT;

@@ -191,6 +191,18 @@ static bool kind_stamps(enum s3_class k)
 	return k == S3_OBJECT_PUT || k == S3_OBJECT_COPY || k == S3_MPU_CREATE;
 }
 
+enum proxy_action fencing_step_when_current(struct freq *fr)
+{
+	int r = lockreg_when_current(fr->f->locks, fr->lock, fr->strict || fr->lock->strict,
+				     fencing_loaded_cb, fr);
+
+	if (r < 0)
+		return fencing_reply_wait_failed(fr, r);
+	if (r == 0)
+		return PROXY_SUSPEND;
+	return fencing_step_decide(fr);
+}
+
 enum proxy_action fencing_step_decide(struct freq *fr)
 {
 	struct fencing *f = fr->f;

@@ -242,7 +242,6 @@ enum proxy_action fencing_http_on_request(struct fencing *f, struct freq *fr)
 {
 	struct proxy_req *req = fr->req;
 	enum proxy_action act;
-	int r;
 
 	(void)f;
 	fr->kind = S3_OBJECT_ATTR; /* lock level only: no object CAS */
@@ -256,12 +255,7 @@ enum proxy_action fencing_http_on_request(struct fencing *f, struct freq *fr)
 		return act;
 	}
 	fr->token = fencing_read_token(req);
-	r = lockreg_when_current(f->locks, fr->lock, fr->strict || fr->lock->strict, fencing_loaded_cb, fr);
-	if (r < 0)
-		return fencing_reply_wait_failed(fr, r);
-	if (r == 0)
-		return PROXY_SUSPEND;
-	return fencing_step_decide(fr);
+	return fencing_step_when_current(fr);
 }
 
 struct barrier_release {

@@ -126,6 +126,10 @@ void fencing_loaded_cb(struct lockreg_entry *e, int ok, void *arg);
 /* Runs fence_decide with what is known; looks up, rejects or goes on to
  * the mode's next step (the object CAS, or the barrier). */
 enum proxy_action fencing_step_decide(struct freq *fr);
+/* Waits until what the registry knows of fr->lock is current enough to
+ * decide on (fresh for strict routes), then fencing_step_decide: now, or
+ * from fencing_loaded_cb after PROXY_SUSPEND. */
+enum proxy_action fencing_step_when_current(struct freq *fr);
 /* The answer to a failed lockreg wait (r < 0): 503 SlowDown when the lock's
  * queue is full (LOCKREG_FULL), else 500. */
 enum proxy_action fencing_reply_wait_failed(struct freq *fr, int r);

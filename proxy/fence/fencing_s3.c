@@ -172,23 +172,15 @@ static enum proxy_action start_head(struct freq *fr, int after_response)
 	return PROXY_SUSPEND;
 }
 
-static enum proxy_action forward_if_match(struct freq *fr, const char *etag, bool ours)
+/* Forwards conditioned on the object being at etag (If-Match) or, with
+ * etag NULL, absent (If-None-Match: *); the other condition is removed. */
+static enum proxy_action forward_conditioned(struct freq *fr, const char *etag, bool ours)
 {
-	if (proxy_req_set_header(fr->req, "If-Match", etag) < 0 ||
-	    proxy_req_set_header(fr->req, "If-None-Match", NULL) < 0)
+	if (proxy_req_set_header(fr->req, etag ? "If-Match" : "If-None-Match", etag ? etag : "*") < 0 ||
+	    proxy_req_set_header(fr->req, etag ? "If-None-Match" : "If-Match", NULL) < 0)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	fr->our_condition = ours;
-	fr->cond_if_match = true;
-	return PROXY_PASS;
-}
-
-static enum proxy_action forward_if_absent(struct freq *fr, bool ours)
-{
-	if (proxy_req_set_header(fr->req, "If-None-Match", "*") < 0 ||
-	    proxy_req_set_header(fr->req, "If-Match", NULL) < 0)
-		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
-	fr->our_condition = ours;
-	fr->cond_if_match = false;
+	fr->cond_if_match = etag != NULL;
 	return PROXY_PASS;
 }
 
@@ -213,9 +205,9 @@ static enum proxy_action cas_act(struct freq *fr, const struct objcas_step *st, 
 
 	switch (st->action) {
 	case OBJCAS_IF_MATCH:
-		return forward_if_match(fr, st->etag, st->ours) == PROXY_PASS ? fwd : PROXY_HANDLED;
+		return forward_conditioned(fr, st->etag, st->ours) == PROXY_PASS ? fwd : PROXY_HANDLED;
 	case OBJCAS_IF_ABSENT:
-		return forward_if_absent(fr, st->ours) == PROXY_PASS ? fwd : PROXY_HANDLED;
+		return forward_conditioned(fr, NULL, st->ours) == PROXY_PASS ? fwd : PROXY_HANDLED;
 	case OBJCAS_HEAD:
 		return start_head(fr, after_response);
 	case OBJCAS_GONE:
@@ -605,7 +597,6 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 	const char *why = NULL;
 	char lockname[TOKEN_LOCK_NAME_MAX + 1];
 	enum token_lock_status ls;
-	int r;
 
 	if (!m)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
@@ -736,11 +727,6 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 		}
 	}
 decide:
-	r = lockreg_when_current(f->locks, fr->lock, fr->strict || fr->lock->strict, fencing_loaded_cb, fr);
-	if (r < 0)
-		return fencing_reply_wait_failed(fr, r);
-	if (r == 0)
-		return PROXY_SUSPEND;
-	return fencing_step_decide(fr);
+	return fencing_step_when_current(fr);
 }
 

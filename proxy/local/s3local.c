@@ -127,13 +127,28 @@ int s3l_utf8_valid(const unsigned char *s, size_t n)
 	return 1;
 }
 
-void s3l_http_date(int64_t t, char *buf, size_t len)
+/* Unix seconds t in UTC as an HTTP-date, or (iso) as S3's ISO 8601. */
+static void utc_format(int64_t t, int iso, char *buf, size_t len)
 {
 	struct tm tm;
 	time_t tt = (time_t)t;
+	size_t n = 0;
 
-	gmtime_r(&tt, &tm);
-	strftime(buf, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (gmtime_r(&tt, &tm))
+		n = iso ? strftime(buf, len, "%Y-%m-%dT%H:%M:%S.000Z", &tm)
+			: strftime(buf, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (n == 0 && len)
+		buf[0] = '\0';
+}
+
+void s3l_http_date(int64_t t, char *buf, size_t len)
+{
+	utc_format(t, 0, buf, len);
+}
+
+void s3l_iso8601(int64_t t, char *buf, size_t len)
+{
+	utc_format(t, 1, buf, len);
 }
 
 /* ---- jobs and replies (loop thread) ------------------------------------ */

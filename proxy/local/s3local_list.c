@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <dirent.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -106,14 +105,6 @@ int s3l_take_xml(struct s3l_call *c, struct evbuffer *b)
 	return 0;
 }
 
-void s3l_iso8601(int64_t t, char *buf, size_t len)
-{
-	struct tm tm;
-	time_t tt = (time_t)t;
-
-	gmtime_r(&tt, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
-}
 
 /* ---- ListBuckets -------------------------------------------------------- */
 

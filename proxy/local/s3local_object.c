@@ -165,6 +165,21 @@ static uint64_t object_epoch(const struct store_result *res)
 	return e;
 }
 
+/* A fenced write meets an object written under a newer epoch than its own:
+ * 409 FencingTokenStale (and 1); else 0. */
+static int refused_newer_object(struct s3l_call *c, const struct store_result *cur)
+{
+	if (object_epoch(cur) <= c->epoch)
+		return 0;
+	c->has_object_epoch = 1;
+	c->object_epoch = object_epoch(cur);
+	s3l_call_fail(c, 409, "FencingTokenStale",
+		      "the object \"%s\" was written under epoch %" PRIu64
+		      ", newer than the presented epoch %" PRIu64,
+		      c->key, c->object_epoch, c->epoch);
+	return 1;
+}
+
 /* The stored fencing-epoch text of a version as the store compares it
  * ("" when absent). */
 static const char *stored_epoch(const struct store_result *res)
@@ -250,15 +265,8 @@ void s3l_put_object(struct s3l_call *c, struct store *st, struct store_put_opts 
 			goto out;
 		}
 		exists = code == STORE_OK;
-		if (exists && object_epoch(&cur) > c->epoch) {
-			c->has_object_epoch = 1;
-			c->object_epoch = object_epoch(&cur);
-			s3l_call_fail(c, 409, "FencingTokenStale",
-				      "the object \"%s\" was written under epoch %" PRIu64
-				      ", newer than the presented epoch %" PRIu64,
-				      c->key, c->object_epoch, c->epoch);
+		if (exists && refused_newer_object(c, &cur))
 			goto out;
-		}
 		if (client_write_conditions(c, exists, &cur) < 0)
 			goto out;
 		/* exactly that version: its ETag and its epoch (the same bytes
@@ -367,15 +375,8 @@ void s3l_run_delete(struct s3l_call *c)
 			s3l_fail_from_store(c, &cur);
 			goto out;
 		}
-		if (object_epoch(&cur) > c->epoch) {
-			c->has_object_epoch = 1;
-			c->object_epoch = object_epoch(&cur);
-			s3l_call_fail(c, 409, "FencingTokenStale",
-				      "the object \"%s\" was written under epoch %" PRIu64
-				      ", newer than the presented epoch %" PRIu64,
-				      c->key, c->object_epoch, c->epoch);
+		if (refused_newer_object(c, &cur))
 			goto out;
-		}
 		if (c->if_match && !etag_list_match(c->if_match, cur.etag)) {
 			s3l_call_fail(c, 412, "PreconditionFailed",
 				      "the object is at ETag %s, not the one given in If-Match", cur.etag);
