@@ -692,14 +692,11 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 		if (v && strcasecmp(v, "REPLACE") != 0 && strcasecmp(v, "COPY") != 0)
 			return fencing_reply_error(fr, 400, "InvalidArgument",
 					   "Unknown metadata directive.", false, 0);
-		/* COPY (the default): the proxy sends REPLACE with the source's
-		 * metadata and its own stamp (fencing_copy.c) */
-		fr->copy_metadata = !v || strcasecmp(v, "COPY") == 0;
-		if (fr->copy_metadata && !f->s3_endpoint)
-			return fencing_reply_error(fr, 400, "InvalidRequest",
-					   "a fenced CopyObject on the embedded store needs "
-					   "x-amz-metadata-directive: REPLACE (the copy must carry "
-					   "its own fencing epoch)", false, 0);
+		/* COPY (the default): in front of S3 the proxy sends REPLACE
+		 * with the source's metadata and its own stamp (fencing_copy.c);
+		 * the embedded store copies the source's metadata itself and
+		 * takes the stamp from this request (s3local_copy.c) */
+		fr->copy_metadata = (!v || strcasecmp(v, "COPY") == 0) && f->s3_endpoint;
 	}
 	if (fr->kind == S3_MPU_PART || fr->kind == S3_MPU_COMPLETE || fr->kind == S3_MPU_ABORT) {
 		struct multipart_upload u;

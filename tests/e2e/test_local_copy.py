@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests of what the embedded store (no --upstream) answers
 beyond GET/PUT, with boto3: CopyObject under both metadata directives (a
-fenced copy is stamped with the writer's epoch; COPY needs an unfenced
-route), ListObjectVersions of an unversioned bucket, GetObjectAcl and
+fenced copy is stamped with the writer's epoch; under COPY it keeps the
+source's metadata, not the source's stamp), ListObjectVersions of an unversioned bucket, GetObjectAcl and
 GetBucketAcl, Owner in listings, and the representation headers
 (Cache-Control, Expires, Content-Disposition, Content-Encoding,
 Content-Language) kept with an object. Asserts on the data directory too.
@@ -40,19 +40,34 @@ def t_fenced_copy(g):
     assert h["Metadata"] == {"m": "2"} and h["ContentType"] == "text/x-copy", h
     assert h["ResponseMetadata"]["HTTPHeaders"]["x-fencing-object-epoch"] == str(e1)
     assert on_disk(g, "cp-bucket", "dst/copy") == b"source bytes"
-    # COPY would carry the source's epoch: the fencing handler wants REPLACE
-    assert error_of(lambda: c.copy_object(Bucket="cp-bucket", Key="dst/2",
-                                          CopySource={"Bucket": "cp-bucket", "Key": "src"})) == \
-        ("InvalidRequest", 400)
-    # a zombie's copy never lands
+    # COPY (the default, what `aws s3 cp s3://… s3://…` sends): the
+    # source's metadata and type, the writer's stamp
+    c.copy_object(Bucket="cp-bucket", Key="dst/2", CopySource={"Bucket": "cp-bucket", "Key": "src"})
+    h = c.head_object(Bucket="cp-bucket", Key="dst/2")
+    assert h["Metadata"] == {"m": "1"} and h["ContentType"] == "text/plain", h
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-fencing-object-epoch"] == str(e1), h
+    assert on_disk(g, "cp-bucket", "dst/2") == b"source bytes"
+    # a zombie's copy never lands, under either directive
     lock(g, "cp-bucket", "release", epoch=e1)
     e2 = lock(g, "cp-bucket", "acquire", ttlMs=600000, holder="b")["epoch"]
-    client(g.url, e2).put_object(Bucket="cp-bucket", Key="dst/copy", Body=b"epoch two")
-    assert error_of(lambda: c.copy_object(Bucket="cp-bucket", Key="dst/copy",
-                                          MetadataDirective="REPLACE",
+    c2 = client(g.url, e2)
+    c2.put_object(Bucket="cp-bucket", Key="dst/copy", Body=b"epoch two")
+    for directive in ("REPLACE", "COPY"):
+        assert error_of(lambda: c.copy_object(Bucket="cp-bucket", Key="dst/copy",
+                                              MetadataDirective=directive,
+                                              CopySource={"Bucket": "cp-bucket", "Key": "src"})) == \
+            ("FencingTokenStale", 409), directive
+    assert on_disk(g, "cp-bucket", "dst/copy") == b"epoch two"
+    # a COPY by the new holder of a source stamped with the old epoch is
+    # stamped with the new one (the source's stamp is never copied)
+    c2.copy_object(Bucket="cp-bucket", Key="dst/3", CopySource={"Bucket": "cp-bucket", "Key": "src"})
+    h = c2.head_object(Bucket="cp-bucket", Key="dst/3")
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-fencing-object-epoch"] == str(e2), h
+    assert h["Metadata"] == {"m": "1"}, h
+    assert error_of(lambda: c.copy_object(Bucket="cp-bucket", Key="dst/4",
                                           CopySource={"Bucket": "cp-bucket", "Key": "src"})) == \
         ("FencingTokenStale", 409)
-    assert on_disk(g, "cp-bucket", "dst/copy") == b"epoch two"
+    assert on_disk(g, "cp-bucket", "dst/4") is None
     assert error_of(lambda: client(g.url, e2).copy_object(
         Bucket="cp-bucket", Key="x", MetadataDirective="REPLACE",
         CopySource={"Bucket": "cp-bucket", "Key": "missing"})) == ("NoSuchKey", 404)
