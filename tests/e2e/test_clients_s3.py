@@ -3,7 +3,10 @@
 
 Two proxies on one moto_server: FENCED is fencegate --upstream (no config:
 every write under /BUCKET/ fenced by lock BUCKET, authentication off on
-loopback), UNFENCED is -c with unrouted_writes "allow". Driven with s3cmd
+loopback), UNFENCED is -c with unrouted_writes "allow". Driven with the
+AWS CLI (s3 cp of a 9 MiB file, which is multipart, sync, sync --delete,
+mv inside the bucket, rm --recursive; fenced: the token as --metadata,
+single and multipart, a stale one refused, a bucket-to-bucket copy), s3cmd
 (put, get, ls, del, sync), rclone (copy, lsf, sync, purge: rclone 1.60
 deletes one key at a time, never with DeleteObjects) and boto3's
 delete_objects (DeleteObjects) and @aws-sdk/client-s3 with lib-storage,
@@ -114,6 +117,88 @@ def files(d, names, tag):
 
 def content(n, tag):
     return ("%s %s\n" % (tag, n)).encode() * 200
+
+
+# ---- AWS CLI ----------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def aws(s, g, *args, ok=True):
+    env = dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
+               AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=os.devnull,
+               AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+    env.pop("AWS_ENDPOINT_URL", None)
+    r = run(["aws", "--endpoint-url", g.url] + list(args), env=env, timeout=120)
+    if ok:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+def t_aws_cli_unfenced(s):
+    need("aws")
+    g, tmp = s.unfenced, tempfile.mkdtemp(dir=s.dir.path)
+    big = os.urandom(9 * MIB)
+    src = os.path.join(tmp, "big.bin")
+    with open(src, "wb") as f:
+        f.write(big)
+    aws(s, g, "s3", "cp", src, "s3://%s/cli/up/big.bin" % UBUCKET)
+    assert s.body(UBUCKET, "cli/up/big.bin") == big
+    etag = s.moto.client().head_object(Bucket=UBUCKET, Key="cli/up/big.bin")["ETag"]
+    assert etag.endswith('-2"'), etag  # 8 MiB + 1 MiB parts: it was multipart
+    tree = os.path.join(tmp, "tree")
+    files(tree, ["a.txt", "sub/b.txt", "sub/c.txt"], "cli")
+    aws(s, g, "s3", "sync", tree, "s3://%s/cli/tree" % UBUCKET)
+    assert s.keys(UBUCKET, "cli/tree/") == ["cli/tree/a.txt", "cli/tree/sub/b.txt",
+                                            "cli/tree/sub/c.txt"]
+    os.remove(os.path.join(tree, "sub", "c.txt"))
+    with open(os.path.join(tree, "a.txt"), "wb") as f:
+        f.write(b"changed")
+    aws(s, g, "s3", "sync", "--delete", tree, "s3://%s/cli/tree" % UBUCKET)
+    assert s.keys(UBUCKET, "cli/tree/") == ["cli/tree/a.txt", "cli/tree/sub/b.txt"]
+    assert s.body(UBUCKET, "cli/tree/a.txt") == b"changed"
+    aws(s, g, "s3", "mv", "s3://%s/cli/tree/a.txt" % UBUCKET, "s3://%s/cli/moved/a.txt" % UBUCKET)
+    assert s.body(UBUCKET, "cli/tree/a.txt") is None
+    assert s.body(UBUCKET, "cli/moved/a.txt") == b"changed"
+    aws(s, g, "s3", "mv", "s3://%s/cli/up/big.bin" % UBUCKET, "s3://%s/cli/moved/big.bin" % UBUCKET)
+    assert s.body(UBUCKET, "cli/moved/big.bin") == big
+    # the stamp is hidden on a round trip through the unfenced proxy too
+    assert "fencing-epoch" not in s.meta(UBUCKET, "cli/moved/a.txt")
+    aws(s, g, "s3", "rm", "--recursive", "s3://%s/cli/" % UBUCKET)
+    assert s.keys(UBUCKET, "cli/") == []
+
+
+def t_aws_cli_fenced(s):
+    """The token as metadata, all an unmodified CLI can send."""
+    need("aws")
+    g, tmp = s.fenced, tempfile.mkdtemp(dir=s.dir.path)
+    tok = "fencing-token=%d" % s.epoch
+    small = os.path.join(tmp, "small.txt")
+    with open(small, "wb") as f:
+        f.write(b"fenced by metadata")
+    aws(s, g, "s3", "cp", small, "s3://%s/cli/k.txt" % FBUCKET, "--metadata", tok)
+    assert s.body(FBUCKET, "cli/k.txt") == b"fenced by metadata"
+    assert s.meta(FBUCKET, "cli/k.txt").get("fencing-epoch") == str(s.epoch)
+    r = aws(s, g, "s3", "cp", small, "s3://%s/cli/no.txt" % FBUCKET, ok=False)
+    assert r.returncode != 0 and "FencingTokenMissing" in r.stdout + r.stderr, (r.stdout, r.stderr)
+    # a token below the lock's epoch (0 is below every epoch)
+    r = aws(s, g, "s3", "cp", small, "s3://%s/cli/stale.txt" % FBUCKET, "--metadata",
+            "fencing-token=%d" % (s.epoch - 1), ok=False)
+    assert r.returncode != 0 and ("FencingTokenStale" in r.stdout + r.stderr or
+                                  "FencingTokenInvalid" in r.stdout + r.stderr), (r.stdout, r.stderr)
+    assert s.body(FBUCKET, "cli/no.txt") is None and s.body(FBUCKET, "cli/stale.txt") is None
+    big = os.path.join(tmp, "big.bin")
+    data = os.urandom(9 * MIB)
+    with open(big, "wb") as f:
+        f.write(data)
+    aws(s, g, "s3", "cp", big, "s3://%s/cli/big.bin" % FBUCKET, "--metadata", tok)
+    assert s.body(FBUCKET, "cli/big.bin") == data
+    assert s.meta(FBUCKET, "cli/big.bin").get("fencing-epoch") == str(s.epoch)
+    # a copy inside the bucket with the token: stamped with the writer's epoch
+    aws(s, g, "s3", "cp", "s3://%s/cli/k.txt" % FBUCKET, "s3://%s/cli/k2.txt" % FBUCKET,
+        "--metadata", tok)
+    assert s.body(FBUCKET, "cli/k2.txt") == b"fenced by metadata"
+    assert s.meta(FBUCKET, "cli/k2.txt").get("fencing-epoch") == str(s.epoch)
 
 
 # ---- s3cmd ------------------------------------------------------------------
@@ -407,6 +492,10 @@ def main():
     s = Setup()
     try:
         for label, fn in [
+            ("aws cli unfenced: cp multipart, sync, sync --delete, mv, rm --recursive",
+             t_aws_cli_unfenced),
+            ("aws cli fenced by metadata: cp, multipart, missing and stale refused, copy",
+             t_aws_cli_fenced),
             ("s3cmd fenced: put/get/ls, stale refused, sync with the token, del 428",
              t_s3cmd_fenced),
             ("s3cmd unfenced: sync, sync --delete-removed, ls, del, get", t_s3cmd_unfenced),
