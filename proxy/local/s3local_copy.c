@@ -2,7 +2,9 @@
  * answers S3 tools expect of any bucket: CopyObject (both metadata
  * directives; the copy carries the writer's fencing stamp and goes through
  * the same compare-and-swap as a PUT), the source of UploadPartCopy, and
- * GetObjectAcl / GetBucketAcl (the one owner has FULL_CONTROL). Buckets are
+ * GetObjectAcl / GetBucketAcl (the one owner has FULL_CONTROL). A source
+ * is read from disk as it is copied (the store's file of that version), so
+ * copies up to S3's 5 GiB take no more memory than a small one. Buckets are
  * unversioned: ListObjectVersions is a listing (s3local_list.c). It does
  * not parse requests (s3local.c) and never changes ACLs. */
 #include <inttypes.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -20,13 +23,14 @@
 #include "s3local_int.h"
 #include "lock/store.h"
 
-int s3l_read_copy_source(struct s3l_call *c, struct store_result *res)
+int s3l_read_copy_source(struct s3l_call *c, struct store_result *res, int *fd)
 {
 	const char *src = c->copy_source, *slash, *q;
 	char *bucket = NULL, *key = NULL;
 	struct store *st = NULL;
 	int owned = 0, rc = -1;
 
+	*fd = -1;
 	if (*src == '/')
 		src++;
 	slash = strchr(src, '/');
@@ -48,12 +52,9 @@ int s3l_read_copy_source(struct s3l_call *c, struct store_result *res)
 	st = s3l_named_store(c, bucket, &owned);
 	if (!st)
 		goto out;
-	if (store_head(st, key, res) == STORE_OK && res->content_length > (int64_t)c->s->max_object) {
-		s3l_call_fail(c, 501, "NotImplemented",
-			      "the source is larger than the embedded store copies (%zu bytes)", c->s->max_object);
-		goto out;
-	}
-	if (store_get(st, key, res) != STORE_OK) {
+	/* the bytes of the very version whose metadata res holds, read from
+	 * disk as they are copied: never whole in memory */
+	if (store_get_file(st, key, fd, res) != STORE_OK) {
 		if (res->code == STORE_NOT_FOUND)
 			s3l_call_fail(c, 404, "NoSuchKey", "the copy source \"%s\" does not exist", key);
 		else
@@ -66,6 +67,12 @@ int s3l_read_copy_source(struct s3l_call *c, struct store_result *res)
 			      "the copy source is at ETag %s (x-amz-copy-source-if-*)", res->etag);
 		goto out;
 	}
+	if (c->op == OP_COPY && res->content_length > S3L_COPY_MAX) {
+		s3l_call_fail(c, 400, "InvalidRequest",
+			      "The specified copy source is larger than the maximum allowable size "
+			      "for a copy source: %lld", (long long)S3L_COPY_MAX);
+		goto out;
+	}
 	if (strcmp(bucket, c->bucket) == 0 && strcmp(key, c->key) == 0 && c->op == OP_COPY &&
 	    !c->replace_metadata) {
 		s3l_call_fail(c, 400, "InvalidRequest",
@@ -75,6 +82,10 @@ int s3l_read_copy_source(struct s3l_call *c, struct store_result *res)
 	}
 	rc = 0;
 out:
+	if (rc < 0 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
 	if (st)
 		s3l_release_store(st, owned);
 	free(bucket);
@@ -85,6 +96,8 @@ out:
 void s3l_run_copy(struct s3l_call *c)
 {
 	struct store_result src = STORE_RESULT_INIT;
+	struct store_file_range from = { .fd = -1 };
+	int src_fd = -1;
 	struct store_put_opts opts = { 0 };
 	struct store_meta meta[STORE_META_MAX];
 	struct evbuffer *b = NULL;
@@ -95,8 +108,10 @@ void s3l_run_copy(struct s3l_call *c)
 
 	pthread_rwlock_rdlock(&c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
-	if (!st || s3l_read_copy_source(c, &src) < 0)
+	if (!st || s3l_read_copy_source(c, &src, &src_fd) < 0)
 		goto out;
+	from.fd = src_fd;
+	from.len = src.content_length;
 	if (c->replace_metadata) {
 		s3l_object_opts(c, &opts);
 	} else {
@@ -115,7 +130,9 @@ void s3l_run_copy(struct s3l_call *c)
 		opts.content_type = src.content_type[0] ? src.content_type : NULL;
 		opts.headers = (const char *const *)src.headers;
 	}
-	s3l_put_object(c, st, &opts, src.body, src.body_len);
+	opts.files = &from;
+	opts.nfiles = 1;
+	s3l_put_object(c, st, &opts, NULL, 0);
 	if (c->err_code)
 		goto out;
 	b = evbuffer_new();
@@ -133,6 +150,8 @@ out:
 	pthread_rwlock_unlock(&c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
+	if (src_fd >= 0)
+		close(src_fd);
 	store_result_clear(&src);
 	if (b)
 		evbuffer_free(b);

@@ -31,6 +31,7 @@
 #define S3L_CONFIG_MAX    (64 * 1024) /* CreateBucketConfiguration body */
 #define S3L_COMPLETE_MAX  (2 * 1024 * 1024) /* CompleteMultipartUpload body */
 #define S3L_STREAM_MAX    (5LL * 1024 * 1024 * 1024) /* a spooled PUT or part, as S3 */
+#define S3L_COPY_MAX      (5LL * 1024 * 1024 * 1024) /* a CopyObject source, as S3 */
 #define S3L_PARTS_MAX     10000
 #define S3L_PART_MIN      (5 * 1024 * 1024) /* every part but the last, as S3 */
 #define S3L_OWNER         "<Owner><ID>fencegate</ID><DisplayName>fencegate</DisplayName></Owner>"
@@ -301,6 +302,14 @@ void s3l_upload_close(struct s3l_upload *u);
 int s3l_read_parts(int dir_fd, struct s3l_part **out, size_t *nout);
 /* Removes upload id (a directory of ufd) and its files. */
 void s3l_remove_upload(int ufd, const char *id);
+/* Takes the open upload's lock; -1 when it was completed or aborted
+ * meanwhile (its upload.json is gone). */
+int s3l_upload_lock(struct s3l_call *c, struct s3l_upload *u);
+/* Writes name in dir_fd (new, fsync'd) from data, or from the file range
+ * from (read as it is written, its MD5 into md5). 0, or -1 with errno and
+ * nothing left behind. */
+int s3l_write_file(int dir_fd, const char *name, const void *data, size_t len,
+		   const struct store_file_range *from, unsigned char md5[16]);
 
 void s3l_run_mpu_create(struct s3l_call *c);
 /* UploadPart and UploadPartCopy (c->op). */
@@ -318,10 +327,12 @@ void s3l_run_mpu_complete(struct s3l_call *c);
 
 /* ---- s3local_copy.c: copies, versions, ACLs ------------------------------ */
 
-/* Reads the object x-amz-copy-source names into res (its bytes, headers
- * and metadata), with the bucket lock held. Returns 0, or -1 with c
- * failed. */
-int s3l_read_copy_source(struct s3l_call *c, struct store_result *res);
+/* Opens the object x-amz-copy-source names, with the bucket lock held:
+ * its headers and metadata in res, in *fd (the caller's, to close) a
+ * descriptor of that version's bytes. Checks the x-amz-copy-source-if-*
+ * conditions and, for CopyObject, S3's 5 GiB limit. Returns 0, or -1 with
+ * c failed and *fd -1. */
+int s3l_read_copy_source(struct s3l_call *c, struct store_result *res, int *fd);
 void s3l_run_copy(struct s3l_call *c);
 /* GetObjectAcl, GetBucketAcl (c->op): the owner has FULL_CONTROL. */
 void s3l_run_get_acl(struct s3l_call *c);

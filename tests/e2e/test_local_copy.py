@@ -153,9 +153,44 @@ def t_unfenced_copy():
         g.close()
 
 
+def t_large_copy(g):
+    """Sources over the 64 MiB that used to be read into memory (501 then):
+    CopyObject and UploadPartCopy read them from disk as they copy."""
+    import hashlib
+    client(g.url).create_bucket(Bucket="big-cp")
+    e = lock(g, "big-cp", "acquire", ttlMs=600000, holder="a")["epoch"]
+    c = client(g.url, e)
+    mib = 1024 * 1024
+    data = os.urandom(65 * mib)
+    c.put_object(Bucket="big-cp", Key="src", Body=data, Metadata={"m": "big"})
+    r = c.copy_object(Bucket="big-cp", Key="whole", CopySource={"Bucket": "big-cp", "Key": "src"})
+    assert r["CopyObjectResult"]["ETag"] == '"%s"' % hashlib.md5(data).hexdigest(), r
+    assert on_disk(g, "big-cp", "whole") == data
+    assert c.head_object(Bucket="big-cp", Key="whole")["Metadata"] == {"m": "big"}
+    up = c.create_multipart_upload(Bucket="big-cp", Key="parts")["UploadId"]
+    parts = []
+    for n, (a, b) in enumerate(((0, 40 * mib - 1), (40 * mib, 65 * mib - 1)), start=1):
+        r = c.upload_part_copy(Bucket="big-cp", Key="parts", UploadId=up, PartNumber=n,
+                               CopySource={"Bucket": "big-cp", "Key": "src"},
+                               CopySourceRange="bytes=%d-%d" % (a, b))
+        want = hashlib.md5(data[a:b + 1]).hexdigest()
+        assert r["CopyPartResult"]["ETag"] == '"%s"' % want, (n, r)
+        parts.append({"PartNumber": n, "ETag": r["CopyPartResult"]["ETag"]})
+    c.complete_multipart_upload(Bucket="big-cp", Key="parts", UploadId=up,
+                                MultipartUpload={"Parts": parts})
+    assert on_disk(g, "big-cp", "parts") == data
+    # a range past the source's end is S3's 400 InvalidRange, nothing written
+    up = c.create_multipart_upload(Bucket="big-cp", Key="bad")["UploadId"]
+    assert error_of(lambda: c.upload_part_copy(
+        Bucket="big-cp", Key="bad", UploadId=up, PartNumber=1,
+        CopySource={"Bucket": "big-cp", "Key": "src"},
+        CopySourceRange="bytes=0-%d" % (65 * mib))) == ("InvalidRange", 400)
+
+
 if __name__ == "__main__":
     sys.exit(localgate.main("test_local_copy",
                             (("fenced copy", t_fenced_copy),
                              ("versions, ACLs, owner", t_versions_acl_owner),
-                             ("representation headers", t_representation_headers)),
+                             ("representation headers", t_representation_headers),
+                             ("copies of a 65 MiB source, whole and by ranges", t_large_copy)),
                             (("unfenced copy", t_unfenced_copy),)))
