@@ -27,6 +27,7 @@
 #include "wire/pct.h"
 #include "wire/s3err.h"
 #include "s3local.h"
+#include "s3/awschunked.h"
 #include "s3local_int.h"
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -464,7 +465,7 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	char *bucket = NULL;
 	const char *sha;
 	size_t blen;
-	int op, unsigned_chunks;
+	int op, chunk_mode;
 	int64_t clen;
 
 	if (!path || strncmp(path, "/_fence/", 8) == 0 || strcmp(path, "/_fence") == 0)
@@ -533,8 +534,12 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 		goto fail;
 	clen = proxy_req_content_length(req);
 	sha = proxy_req_header(req, "x-amz-content-sha256");
-	unsigned_chunks = sha && strcmp(sha, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") == 0;
-	if ((op == OP_PUT || op == OP_MPU_PART) && (!c->aws_chunked || unsigned_chunks)) {
+	chunk_mode = !sha ? -1
+		: strcmp(sha, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") == 0 ? AWSCHUNKED_UNSIGNED_TRAILER
+		: strcmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") == 0 ? AWSCHUNKED_SIGNED
+		: strcmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") == 0
+			? AWSCHUNKED_SIGNED_TRAILER : -1;
+	if ((op == OP_PUT || op == OP_MPU_PART) && (!c->aws_chunked || chunk_mode >= 0)) {
 		/* spooled to disk as it arrives: never whole in memory */
 		if (clen > S3L_STREAM_MAX + (c->aws_chunked ? S3L_STREAM_MAX / 16 : 0) ||
 		    c->decoded_length > S3L_STREAM_MAX) {
@@ -544,7 +549,8 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 		}
 		c->keep_body = 1;
 		c->spool = c->aws_chunked
-			? s3l_spool_new_chunked(c, c->decoded_length, proxy_req_header(req, "x-amz-trailer"))
+			? s3l_spool_new_chunked(c, (enum awschunked_mode)chunk_mode, c->decoded_length,
+						proxy_req_header(req, "x-amz-trailer"))
 			: s3l_spool_new();
 		if (!c->spool) {
 			s3l_bad_request(req, 503, "SlowDown", "out of memory for the request body");

@@ -42,11 +42,11 @@
  * Limits: PUT and UploadPart bodies go to disk as they arrive
  * (s3local_spool.c: 1 MiB at a time, reading paused while a chunk is
  * written), up to S3's 5 GiB (413 EntityTooLarge beyond), aws-chunked
- * ones with unsigned chunks decoded on the way; CopyObject and
- * UploadPartCopy read their source from its file as they write (up to
- * S3's 5 GiB); aws-chunked bodies with signed chunks and
- * CompleteMultipartUpload's XML are held in memory, up to max_object_bytes
- * (default 64 MiB). GET sends the object
+ * ones (unsigned or signed chunks; signatures unchecked, nobody
+ * authenticated them) decoded on the way; CopyObject and UploadPartCopy
+ * read their source from its file as they write (up to S3's 5 GiB); other
+ * aws-chunked framings and CompleteMultipartUpload's XML are held in
+ * memory, up to max_object_bytes (default 64 MiB). GET sends the object
  * from its file (sendfile), whatever its size. Kept with an object: Content-Type,
  * Cache-Control, Content-Disposition, Content-Encoding (without
  * aws-chunked), Content-Language, Expires and x-amz-meta-* (at most 16

@@ -195,9 +195,12 @@ void s3l_submit(struct s3l_call *c);
 
 struct store_file_range;
 struct s3l_spool *s3l_spool_new(void);
-/* The same for a STREAMING-UNSIGNED-PAYLOAD-TRAILER body, decoded (and its
- * checksum trailer checked) as it arrives. */
-struct s3l_spool *s3l_spool_new_chunked(struct s3l_call *c, int64_t decoded_length,
+/* The same for an aws-chunked body of that mode (enum awschunked_mode),
+ * decoded (and its checksum trailer checked) as it arrives. Chunk and
+ * trailer signatures are parsed but not verified: nobody authenticated the
+ * request (with authentication on, proxy/s3 decodes and verifies the body
+ * before this server sees it). */
+struct s3l_spool *s3l_spool_new_chunked(struct s3l_call *c, int mode, int64_t decoded_length,
 					 const char *trailer_name);
 /* The client's body ended (loop): 0, or -1 after replying the decoder's
  * error (an aws-chunked body cut short or failing its checksum). */

@@ -6,10 +6,13 @@
  * The operation's job then writes the object (or part) from that file, so
  * no body is ever whole in memory. An aws-chunked body with unsigned
  * chunks (STREAMING-UNSIGNED-PAYLOAD-TRAILER, what SDKs send over https)
- * is decoded and its checksum trailer verified on the way (proxy/s3's
- * awschunked); one with signed chunks, which this server cannot verify
- * without authentication, is still buffered (s3local_object.c). It does
- * not decide what is written (s3local_object.c, s3local_mpu.c). */
+ * or with signed chunks (STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER], what
+ * SDKs send over http) is decoded and its checksum trailer verified on the
+ * way (proxy/s3's awschunked; signatures are not: nobody authenticated
+ * the request, and with authentication on proxy/s3 decodes and verifies
+ * the body before this server sees it). Other framings (SigV4a) are still
+ * buffered (s3local_object.c). It does not decide what is written
+ * (s3local_object.c, s3local_mpu.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,12 +50,13 @@ struct s3l_spool {
 
 static int spool_decoded(void *arg, const char *data, size_t len);
 
-struct s3l_spool *s3l_spool_new_chunked(struct s3l_call *c, int64_t decoded_length,
+struct s3l_spool *s3l_spool_new_chunked(struct s3l_call *c, int mode, int64_t decoded_length,
 					 const char *trailer_name)
 {
-	struct awschunked_params p = { .mode = AWSCHUNKED_UNSIGNED_TRAILER,
+	struct awschunked_params p = { .mode = (enum awschunked_mode)mode,
 				       .decoded_length = decoded_length,
-				       .trailer_name = trailer_name };
+				       .trailer_name = trailer_name,
+				       .signatures_unchecked = 1 };
 	struct s3l_spool *sp = s3l_spool_new();
 
 	if (!sp)

@@ -42,6 +42,12 @@ struct awschunked_params {
 	/* x-amz-trailer ("x-amz-checksum-crc32"); NULL or "": no trailer
 	 * expected (a trailer that comes anyway is refused) */
 	const char *trailer_name;
+	/* signed modes only: parse the chunk-signature framing but verify no
+	 * chunk or trailer signature (no signing_key needed). For a server
+	 * that authenticates nothing (the embedded store with authentication
+	 * off), never where a signature decides anything. Checksum trailers
+	 * are still verified. */
+	int signatures_unchecked;
 };
 
 enum awschunked_status {

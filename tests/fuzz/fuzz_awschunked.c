@@ -3,13 +3,15 @@
  *
  * Input: byte 0 = bits 0-1 mode (0 signed, 1 signed+trailer, else unsigned
  * trailer), bits 2-4 trailer (0 none, 1-5 crc32/crc32c/crc64nvme/sha1/
- * sha256, 6-7 unsupported), bit 5 = x-amz-decoded-content-length unchecked;
+ * sha256, 6-7 unsupported), bit 5 = x-amz-decoded-content-length unchecked,
+ * bit 6 = also decode with signatures_unchecked (no key);
  * bytes 1-2 = decoded length (little-endian); byte 3 = feed stride; the rest
  * is the encoded body. Signed modes use the S3 docs' key, date, scope and
  * seed. Checks: the result does not depend on how the body is split; the
  * last decoded byte is emitted only on DONE; DONE emits exactly the
- * declared length; errors carry a 4xx/5xx status and a code. Aborts on any
- * violation. */
+ * declared length; errors carry a 4xx/5xx status and a code; the unchecked
+ * decoder accepts every body the checking one accepts, with the same bytes
+ * (it only ever skips signature checks). Aborts on any violation. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +132,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (a.len && memcmp(a.out, b.out, a.len) != 0) ||
 	    (a.code && strcmp(a.code, b.code) != 0))
 		abort();
+	if (data[0] & 0x40) {
+		struct awschunked_params u = p;
+		struct outcome c = { 0 };
+
+		u.signatures_unchecked = 1;
+		u.signing_key = NULL;
+		u.seed_signature = NULL;
+		run(&u, data + 4, size - 4, stride, &c);
+		check(&u, &c);
+		if (a.rc == AWSCHUNKED_DONE &&
+		    (c.rc != AWSCHUNKED_DONE || c.len != a.len ||
+		     (a.len && memcmp(a.out, c.out, a.len) != 0)))
+			abort();
+		free(c.out);
+	}
 	free(a.out);
 	free(b.out);
 	return 0;

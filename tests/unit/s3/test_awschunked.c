@@ -659,6 +659,52 @@ static const struct {
 	{ "x-amz-checksum-sha256", "uU0nuZNNPgilLlLX2n2r+sSE7+N6U4DukIj3rOLvzek=" },
 };
 
+/* signatures_unchecked (the embedded store without authentication): the
+ * framing of signed chunks is parsed, no signature is checked and no key
+ * is needed; the framing and a checksum trailer still are. */
+static void test_unchecked_signatures(void **state)
+{
+	const cJSON *c = doc_case("put-object-aws-chunked");
+	const cJSON *ct = doc_case("put-object-aws-chunked-signed-trailer");
+	struct awschunked_params p = doc_params(c), pt = doc_params(ct);
+	struct buf body = { 0 }, tbody = { 0 };
+	struct sink sink = { 0 };
+	int status;
+	const char *code;
+	char *at;
+
+	(void)state;
+	doc_body(c, &body);
+	body.p[100] = 'b';                 /* chunk 1's data: its signature no longer fits */
+	body.p[body.len - 10] ^= 1;        /* the zero chunk's signature itself */
+	assert_int_equal(run_whole(&p, body.p, body.len, &sink, &status, &code), AWSCHUNKED_ERROR);
+	p.signatures_unchecked = 1;
+	p.signing_key = NULL;
+	p.seed_signature = NULL;
+	assert_int_equal(run_whole(&p, body.p, body.len, &sink, &status, &code), AWSCHUNKED_DONE);
+	assert_int_equal(sink.out.len, 66560);
+	/* a chunk header without its signature is still malformed framing */
+	expect_error(&p, "4\r\nabcd\r\n0\r\n\r\n", 16, 400, "InvalidChunkSizeError");
+
+	doc_body(ct, &tbody);
+	pt.signatures_unchecked = 1;
+	pt.signing_key = NULL;
+	at = strstr(tbody.p, "x-amz-trailer-signature:");
+	assert_non_null(at);
+	at[strlen("x-amz-trailer-signature:") + 3] ^= 1;
+	assert_int_equal(run_whole(&pt, tbody.p, tbody.len, &sink, &status, &code), AWSCHUNKED_DONE);
+	/* the checksum trailer is still checked */
+	at = strstr(tbody.p, "sOO8/Q==");
+	assert_non_null(at);
+	at[0] = 't';
+	assert_int_equal(run_whole(&pt, tbody.p, tbody.len, &sink, &status, &code), AWSCHUNKED_ERROR);
+	assert_int_equal(status, 400);
+	assert_string_equal(code, "BadDigest");
+	free(sink.out.p);
+	free(body.p);
+	free(tbody.p);
+}
+
 static void test_unsigned_trailer_checksums(void **state)
 {
 	size_t i;
@@ -807,6 +853,7 @@ int main(void)
 		cmocka_unit_test(test_doc_byte_by_byte_and_random_splits),
 		cmocka_unit_test(test_doc_tampered),
 		cmocka_unit_test(test_doc_tampered_trailer),
+		cmocka_unit_test(test_unchecked_signatures),
 		cmocka_unit_test(test_doc_length_mismatch),
 		cmocka_unit_test(test_small_every_split),
 		cmocka_unit_test(test_small_every_truncation),
