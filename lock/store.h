@@ -59,6 +59,9 @@ enum store_hdr {
 /* The HTTP name of each enum store_hdr ("Cache-Control", ...). */
 extern const char *const store_hdr_names[STORE_HDR_COUNT];
 
+#define STORE_CHECKSUM_NAME_MAX  32
+#define STORE_CHECKSUM_VALUE_MAX 96
+
 /* One user-metadata pair. The name is lowercase and without "x-amz-meta-". */
 struct store_meta {
 	char *name;
@@ -82,6 +85,10 @@ struct store_result {
 	struct store_meta meta[STORE_META_MAX]; /* get/head: user metadata; owned */
 	size_t nmeta;
 	char *headers[STORE_HDR_COUNT];    /* get/head: stored headers, NULL none; owned */
+	/* get/head, local-directory store only: the checksum kept with the
+	 * object ("x-amz-checksum-crc32" and its base64 value), "" none */
+	char checksum_name[STORE_CHECKSUM_NAME_MAX];
+	char checksum_value[STORE_CHECKSUM_VALUE_MAX];
 	char err_code[STORE_ERRCODE_MAX];  /* S3 <Code>, e.g. "PreconditionFailed" */
 	char err_message[STORE_ERRMSG_MAX];/* S3 <Message> or a local explanation */
 	int attempts;                      /* HTTP requests sent for this call */
@@ -136,6 +143,11 @@ struct store_put_opts {
 	 * ignores them): Cache-Control, Expires, Content-Disposition,
 	 * Content-Encoding, Content-Language. NULL: none. */
 	const char *const *headers;       /* STORE_HDR_COUNT entries, or NULL */
+	/* Local-directory store only (store_s3 ignores them): a checksum to
+	 * keep with the object and return with it (the caller verified it):
+	 * a header name "x-amz-checksum-ALGO" and its base64 value. NULL: none. */
+	const char *checksum_name;
+	const char *checksum_value;
 	/* Local-directory store only (store_s3 refuses them, STORE_ERR_INVALID):
 	 * the body is the concatenation of these file ranges, read through the
 	 * caller's open descriptors (put's body must then be NULL and len 0),

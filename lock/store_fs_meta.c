@@ -641,6 +641,22 @@ enum store_code store_fs_check_user_meta(const struct store_put_opts *opts,
 			if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
 				return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
 						     "%s has a control byte", store_hdr_names[i]);
+	if (opts->checksum_name || opts->checksum_value) {
+		int ok = opts->checksum_name && opts->checksum_value &&
+			 strncmp(opts->checksum_name, "x-amz-checksum-", 15) == 0 &&
+			 strlen(opts->checksum_name) < STORE_CHECKSUM_NAME_MAX &&
+			 strlen(opts->checksum_value) < STORE_CHECKSUM_VALUE_MAX &&
+			 opts->checksum_value[0];
+
+		for (p = ok ? opts->checksum_name + 15 : ""; ok && *p; p++)
+			ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9');
+		for (p = ok ? opts->checksum_value : ""; ok && *p; p++)
+			ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+			     (*p >= '0' && *p <= '9') || *p == '+' || *p == '/' || *p == '=';
+		if (!ok)
+			return store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument",
+					     "a checksum must be x-amz-checksum-ALGO and a base64 value");
+	}
 	if (opts->content_type)
 		for (p = opts->content_type; *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -675,6 +691,13 @@ char *store_fs_meta_render(const char *key, const char *etag, const char *ident,
 	for (i = 0; opts->headers && i < STORE_HDR_COUNT; i++)
 		if (opts->headers[i] && !cJSON_AddStringToObject(hdrs, store_hdr_names[i], opts->headers[i]))
 			goto out;
+	if (opts->checksum_name && opts->checksum_value) {
+		cJSON *sum = cJSON_AddObjectToObject(json, "checksum");
+
+		if (!sum || !cJSON_AddStringToObject(sum, "name", opts->checksum_name) ||
+		    !cJSON_AddStringToObject(sum, "value", opts->checksum_value))
+			goto out;
+	}
 	user = cJSON_AddObjectToObject(json, "meta");
 	if (!user)
 		goto out;
@@ -705,10 +728,22 @@ enum store_code store_fs_result_take_meta(const cJSON *json, const char *key,
 	const cJSON *user = cJSON_GetObjectItemCaseSensitive(json, "meta"), *item;
 	const cJSON *hdrs = cJSON_GetObjectItemCaseSensitive(json, "headers");
 	const cJSON *ctype = cJSON_GetObjectItemCaseSensitive(json, "contentType");
+	const cJSON *sum = cJSON_GetObjectItemCaseSensitive(json, "checksum");
 	size_t i;
 
 	if (cJSON_IsString(ctype) && strlen(ctype->valuestring) < sizeof(res->content_type))
 		snprintf(res->content_type, sizeof(res->content_type), "%s", ctype->valuestring);
+	if (cJSON_IsObject(sum)) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(sum, "name");
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, "value");
+
+		if (cJSON_IsString(n) && cJSON_IsString(v) &&
+		    strlen(n->valuestring) < sizeof(res->checksum_name) &&
+		    strlen(v->valuestring) < sizeof(res->checksum_value)) {
+			snprintf(res->checksum_name, sizeof(res->checksum_name), "%s", n->valuestring);
+			snprintf(res->checksum_value, sizeof(res->checksum_value), "%s", v->valuestring);
+		}
+	}
 	for (i = 0; cJSON_IsObject(hdrs) && i < STORE_HDR_COUNT; i++) {
 		item = cJSON_GetObjectItemCaseSensitive(hdrs, store_hdr_names[i]);
 		if (cJSON_IsString(item) && !(res->headers[i] = strdup(item->valuestring)))

@@ -54,6 +54,7 @@ void s3l_call_free(struct s3l_call *c)
 	free(c->if_none_match);
 	free(c->range);
 	free(c->content_md5);
+	free(c->checksum_want);
 	free(c->prefix);
 	free(c->delimiter);
 	free(c->start_after);
@@ -282,7 +283,10 @@ static void job_done(void *arg)
 		proxy_req_reply(req, 204, &h, NULL, NULL, 0);
 		break;
 	case OP_MPU_PART:
+	case OP_PUT:
 		front_hdrs_add(&h, "ETag", c->res.etag);
+		if (c->checksum_value[0]) /* verified (or computed) and kept */
+			front_hdrs_add(&h, checksum_header(c->checksum_algo), c->checksum_value);
 		proxy_req_reply(req, 200, &h, NULL, NULL, 0);
 		break;
 	case OP_CREATE_BUCKET:
@@ -301,10 +305,6 @@ static void job_done(void *arg)
 		break;
 	case OP_DELETE:
 		proxy_req_reply(req, 204, &h, NULL, NULL, 0);
-		break;
-	case OP_PUT:
-		front_hdrs_add(&h, "ETag", c->res.etag);
-		proxy_req_reply(req, 200, &h, NULL, NULL, 0);
 		break;
 	case OP_HEAD:
 	case OP_GET:

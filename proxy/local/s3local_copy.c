@@ -130,6 +130,11 @@ void s3l_run_copy(struct s3l_call *c)
 		opts.content_type = src.content_type[0] ? src.content_type : NULL;
 		opts.headers = (const char *const *)src.headers;
 	}
+	/* the same bytes: the source's checksum holds for the copy */
+	if (src.checksum_name[0]) {
+		opts.checksum_name = src.checksum_name;
+		opts.checksum_value = src.checksum_value;
+	}
 	opts.files = &from;
 	opts.nfiles = 1;
 	s3l_put_object(c, st, &opts, NULL, 0);

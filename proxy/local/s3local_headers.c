@@ -71,6 +71,62 @@ static int take_metadata(struct s3l_call *c)
 	return 0;
 }
 
+/* The checksum a PUT or UploadPart asks for: one x-amz-checksum-ALGO
+ * header with its value (verified against the body, then kept), or an
+ * algorithm named by x-amz-sdk-checksum-algorithm or x-amz-trailer (the
+ * value is then computed and kept; a trailer is verified on the way).
+ * Returns 0 or -1 after replying, as S3 answers. */
+static int take_checksum(struct s3l_call *c)
+{
+	static const enum checksum_algo algos[] = {
+		CHECKSUM_CRC32, CHECKSUM_CRC32C, CHECKSUM_CRC64NVME, CHECKSUM_SHA1, CHECKSUM_SHA256,
+	};
+	unsigned char bin[CHECKSUM_DIGEST_MAX];
+	const char *v, *named;
+	size_t i, found = 0;
+
+	for (i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+		v = proxy_req_header(c->req, checksum_header(algos[i]));
+		if (!v)
+			continue;
+		if (++found > 1) {
+			s3l_bad_request(c->req, 400, "InvalidRequest",
+					"Expecting a single x-amz-checksum- header. Multiple checksum "
+					"Types are not allowed.");
+			return -1;
+		}
+		if (checksum_unbase64(algos[i], v, bin) == 0) {
+			char msg[96];
+
+			snprintf(msg, sizeof(msg), "Value for %s header is invalid.",
+				 checksum_header(algos[i]));
+			s3l_bad_request(c->req, 400, "InvalidRequest", msg);
+			return -1;
+		}
+		c->checksum_algo = algos[i];
+		free(c->checksum_want);
+		if (!(c->checksum_want = strdup(v))) {
+			s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
+			return -1;
+		}
+	}
+	if (found)
+		return 0;
+	named = proxy_req_header(c->req, "x-amz-trailer");
+	if (named) {
+		c->checksum_algo = checksum_from_header(named); /* the decoder checks it */
+		return 0;
+	}
+	named = proxy_req_header(c->req, "x-amz-sdk-checksum-algorithm");
+	if (named && (c->checksum_algo = checksum_from_name(named)) == CHECKSUM_NONE) {
+		s3l_bad_request(c->req, 400, "InvalidRequest",
+				"Checksum algorithm provided is unsupported. Please try again with any "
+				"of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]");
+		return -1;
+	}
+	return 0;
+}
+
 /* The representation headers an object keeps (store_hdr_names) into c;
  * Content-Encoding without its aws-chunked framing. Returns 0 or -1 after
  * replying. */
@@ -148,6 +204,8 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		};
 		size_t i;
 
+		v = proxy_req_header(req, "x-amz-checksum-mode");
+		c->checksum_mode = v && strcasecmp(v, "ENABLED") == 0;
 		c->if_modified_since = parse_http_date(proxy_req_header(req, "If-Modified-Since"));
 		c->if_unmodified_since = parse_http_date(proxy_req_header(req, "If-Unmodified-Since"));
 		v = proxy_req_header(req, "Range");
@@ -229,6 +287,8 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 	v = proxy_req_header(req, "Content-Encoding");
 	c->aws_chunked = v && front_list_has(v, "aws-chunked");
 	if (take_stored_headers(c) < 0)
+		return -1;
+	if ((c->op == OP_PUT || c->op == OP_MPU_PART) && take_checksum(c) < 0)
 		return -1;
 	v = proxy_req_header(req, "x-amz-content-sha256");
 	if (v && strncmp(v, "STREAMING-", 10) == 0)

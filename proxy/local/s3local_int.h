@@ -22,6 +22,7 @@
 #include "http/proxy.h"
 #include "s3local.h"
 #include "lock/store.h"
+#include "wire/checksum.h"
 
 #define S3L_WORKERS_MAX   64        /* jobs_new allows 1..64 threads */
 #define S3L_CACHE_SLOTS   16        /* open bucket stores per worker */
@@ -122,6 +123,13 @@ struct s3l_call {
 	int64_t if_modified_since, if_unmodified_since; /* 0: none */
 	char *range;
 	char *content_md5;
+	/* PUT/UploadPart: the x-amz-checksum-* to verify (want: the header's
+	 * value) or, named by x-amz-sdk-checksum-algorithm / x-amz-trailer, only
+	 * to compute and keep (want NULL); NONE: none */
+	enum checksum_algo checksum_algo;
+	char *checksum_want;
+	char checksum_value[CHECKSUM_BASE64_MAX]; /* computed (and matched), "" none */
+	int checksum_mode;          /* GET/HEAD: x-amz-checksum-mode: ENABLED */
 	int has_epoch;
 	uint64_t epoch;
 	uint64_t lock_epoch;        /* X-Fencing-Epoch-Current: the lock's, 0 none */
@@ -219,6 +227,9 @@ int s3l_spool_end(struct s3l_call *c, int ok);
  * the file's range (fd -1: a body of less than one chunk, then in
  * c->body). 0, or -1 with c failed. */
 int s3l_spool_finish(struct s3l_call *c, unsigned char md5[16], struct store_file_range *r);
+/* The finished body's checksum c->checksum_algo, base64, into out
+ * (CHECKSUM_BASE64_MAX). 0, or -1 before s3l_spool_finish or without one. */
+int s3l_spool_checksum(const struct s3l_spool *sp, char out[CHECKSUM_BASE64_MAX]);
 /* The finished body's MD5. 0, or -1 before s3l_spool_finish. */
 int s3l_spool_md5(const struct s3l_spool *sp, unsigned char md5[16]);
 /* Gives the spooled body the name name in dir_fd (a hard link, else a

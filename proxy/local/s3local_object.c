@@ -212,14 +212,36 @@ static int client_write_conditions(struct s3l_call *c, int exists, const struct 
 	return 0;
 }
 
+/* The body's checksum (c->checksum_algo) into c->checksum_value, checked
+ * against the x-amz-checksum-* value the client sent. 0, or -1 with c
+ * failed (400 BadDigest, as S3: nothing is written). */
+static int check_checksum(struct s3l_call *c)
+{
+	if (c->checksum_algo == CHECKSUM_NONE)
+		return 0;
+	if (c->spool ? s3l_spool_checksum(c->spool, c->checksum_value) < 0
+		     : checksum_of(c->checksum_algo, c->body ? c->body : "", c->body_len,
+				   c->checksum_value) < 0) {
+		s3l_call_fail(c, 500, "InternalError", "computing the body's checksum failed");
+		return -1;
+	}
+	if (c->checksum_want && strcmp(c->checksum_want, c->checksum_value) != 0) {
+		s3l_call_fail(c, 400, "BadDigest", "The %s you specified did not match the "
+			      "calculated checksum.", checksum_name(c->checksum_algo));
+		return -1;
+	}
+	return 0;
+}
+
 int s3l_prepare_body(struct s3l_call *c, struct store_file_range *r)
 {
 	unsigned char md5[16];
 
 	if (c->spool) {
-		if (s3l_spool_finish(c, md5, r) < 0)
+		if (s3l_spool_finish(c, md5, r) < 0 ||
+		    (c->content_md5 && check_content_md5(c, md5) < 0))
 			return -1;
-		return c->content_md5 ? check_content_md5(c, md5) : 0;
+		return check_checksum(c);
 	}
 	if (c->aws_chunked && aws_chunked_decode(c) < 0)
 		return -1;
@@ -230,7 +252,7 @@ int s3l_prepare_body(struct s3l_call *c, struct store_file_range *r)
 	}
 	if (c->content_md5 && check_content_md5(c, NULL) < 0)
 		return -1;
-	return 0;
+	return check_checksum(c);
 }
 
 void s3l_put_object(struct s3l_call *c, struct store *st, struct store_put_opts *opts,
@@ -339,6 +361,10 @@ void s3l_object_opts(const struct s3l_call *c, struct store_put_opts *opts)
 	opts->meta = c->meta;
 	opts->nmeta = c->nmeta;
 	opts->headers = (const char *const *)c->headers;
+	if (c->checksum_value[0]) {
+		opts->checksum_name = checksum_header(c->checksum_algo);
+		opts->checksum_value = c->checksum_value;
+	}
 }
 
 void s3l_run_delete(struct s3l_call *c)
@@ -558,6 +584,11 @@ void s3l_object_headers(struct s3l_call *c, struct front_hdrs *h)
 	for (i = 0; i < STORE_HDR_COUNT; i++)
 		if (c->res.headers[i])
 			front_hdrs_add(h, store_hdr_names[i], c->res.headers[i]);
+	/* as S3: the whole object's checksum, when asked for, never on a range */
+	if (c->checksum_mode && !c->partial && c->res.checksum_name[0]) {
+		front_hdrs_add(h, c->res.checksum_name, c->res.checksum_value);
+		front_hdrs_add(h, "x-amz-checksum-type", "FULL_OBJECT");
+	}
 	for (i = 0; i < c->noverrides; i++)
 		front_hdrs_set(h, c->overrides[i].name, c->overrides[i].value);
 }

@@ -43,6 +43,9 @@ struct s3l_spool {
 	int err;                    /* errno of a failed write, 0 none */
 	int finished;               /* digest holds the body's MD5 */
 	unsigned char digest[16];
+	struct checksum sum;        /* the call's checksum_algo, when it has one */
+	int sum_started;
+	char sum_b64[CHECKSUM_BASE64_MAX]; /* once finished, "" none */
 	struct awschunked *chunked; /* decodes the client's body first; NULL: plain */
 	struct s3l_call *call;      /* for the decoder's callback */
 	int pause;                  /* a decoded piece asked to pause */
@@ -92,6 +95,7 @@ void s3l_spool_free(struct s3l_spool *sp)
 	if (sp->fd >= 0)
 		close(sp->fd);
 	EVP_MD_CTX_free(sp->md5);
+	checksum_free(&sp->sum);
 	awschunked_free(sp->chunked);
 	free(sp->buf);
 	free(sp->writing);
@@ -122,6 +126,21 @@ static int spool_open(struct s3l_call *c)
 }
 
 /* Writes data to the spool file (worker thread). */
+/* Feeds the call's checksum (started on the first bytes). 0 or -1. */
+static int sum_update(struct s3l_call *c, const char *data, size_t len)
+{
+	struct s3l_spool *sp = c->spool;
+
+	if (c->checksum_algo == CHECKSUM_NONE)
+		return 0;
+	if (!sp->sum_started) {
+		if (checksum_init(&sp->sum, c->checksum_algo) < 0)
+			return -1;
+		sp->sum_started = 1;
+	}
+	return checksum_update(&sp->sum, data, len);
+}
+
 static void spool_write(struct s3l_call *c, const char *data, size_t len)
 {
 	struct s3l_spool *sp = c->spool;
@@ -142,6 +161,10 @@ static void spool_write(struct s3l_call *c, const char *data, size_t len)
 			return;
 		}
 		EVP_DigestUpdate(sp->md5, data, (size_t)n);
+		if (sum_update(c, data, (size_t)n) < 0) {
+			sp->err = ENOMEM;
+			return;
+		}
 		sp->len += n;
 		data += n;
 		len -= (size_t)n;
@@ -281,6 +304,8 @@ int s3l_spool_finish(struct s3l_call *c, unsigned char md5[16], struct store_fil
 	if (sp->fd < 0 && !sp->err) {
 		/* it all fit in one chunk: the body stays in memory, no file */
 		EVP_DigestUpdate(sp->md5, sp->buf ? sp->buf : "", sp->buf_len);
+		if (sum_update(c, sp->buf ? sp->buf : "", sp->buf_len) < 0)
+			sp->err = ENOMEM;
 		free(c->body);
 		c->body = sp->buf;
 		c->body_len = sp->buf_len;
@@ -295,6 +320,17 @@ int s3l_spool_finish(struct s3l_call *c, unsigned char md5[16], struct store_fil
 		s3l_call_fail(c, 500, "InternalError", "cannot write the request body to disk: %s",
 			      strerror(sp->err ? sp->err : EIO));
 		return -1;
+	}
+	if (c->checksum_algo != CHECKSUM_NONE) {
+		unsigned char bin[CHECKSUM_DIGEST_MAX];
+		size_t blen;
+
+		if ((!sp->sum_started && sum_update(c, "", 0) < 0) ||
+		    !(blen = checksum_final(&sp->sum, bin))) {
+			s3l_call_fail(c, 500, "InternalError", "computing the body's checksum failed");
+			return -1;
+		}
+		checksum_base64(bin, blen, sp->sum_b64);
 	}
 	sp->finished = 1;
 	memcpy(md5, sp->digest, 16);
@@ -345,6 +381,14 @@ fail:
 		unlinkat(dir_fd, name, 0);
 	}
 	return -1;
+}
+
+int s3l_spool_checksum(const struct s3l_spool *sp, char out[CHECKSUM_BASE64_MAX])
+{
+	if (!sp->finished || !sp->sum_b64[0])
+		return -1;
+	memcpy(out, sp->sum_b64, CHECKSUM_BASE64_MAX);
+	return 0;
 }
 
 int s3l_spool_md5(const struct s3l_spool *sp, unsigned char md5[16])

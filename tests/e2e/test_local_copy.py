@@ -153,6 +153,76 @@ def t_unfenced_copy():
         g.close()
 
 
+def t_checksums(g):
+    """x-amz-checksum-*: verified on PUT (a wrong one is 400 BadDigest and
+    stores nothing), kept, returned with x-amz-checksum-mode: ENABLED on
+    whole-object reads (never on a range), kept by a copy; boto3 computes
+    and validates them itself."""
+    import base64
+    import hashlib
+    import http.client
+    import zlib
+    client(g.url).create_bucket(Bucket="sum-bucket")
+    e = lock(g, "sum-bucket", "acquire", ttlMs=600000, holder="a")["epoch"]
+    c = client(g.url, e)
+    data = b"checksummed bytes " * 100
+    sha = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    r = c.put_object(Bucket="sum-bucket", Key="s", Body=data, ChecksumAlgorithm="SHA256")
+    assert r.get("ChecksumSHA256") == sha, r
+    h = c.head_object(Bucket="sum-bucket", Key="s", ChecksumMode="ENABLED")
+    assert h.get("ChecksumSHA256") == sha, h
+    got = c.get_object(Bucket="sum-bucket", Key="s", ChecksumMode="ENABLED")
+    assert got["Body"].read() == data and got.get("ChecksumSHA256") == sha, got
+    part = c.get_object(Bucket="sum-bucket", Key="s", Range="bytes=0-9", ChecksumMode="ENABLED")
+    assert part["Body"].read() == data[:10] and "ChecksumSHA256" not in part, part
+    # without asking, no checksum header (as S3)
+    assert "ChecksumSHA256" not in c.head_object(Bucket="sum-bucket", Key="s")
+    c.copy_object(Bucket="sum-bucket", Key="s2", CopySource={"Bucket": "sum-bucket", "Key": "s"})
+    assert c.head_object(Bucket="sum-bucket", Key="s2", ChecksumMode="ENABLED").get(
+        "ChecksumSHA256") == sha
+    # raw requests: a wrong value, two algorithms, a malformed value
+    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    bad = base64.b64encode((zlib.crc32(data) ^ 1).to_bytes(4, "big")).decode()
+    for key, hdrs, want in (
+            ("ok", {"x-amz-checksum-crc32": crc}, 200),
+            ("bad", {"x-amz-checksum-crc32": bad}, 400),
+            ("two", {"x-amz-checksum-crc32": crc, "x-amz-checksum-sha256": sha}, 400),
+            ("junk", {"x-amz-checksum-crc32": "not base64!"}, 400)):
+        conn = http.client.HTTPConnection("127.0.0.1", g.port, timeout=30)
+        try:
+            conn.request("PUT", "/sum-bucket/" + key, body=data,
+                         headers=dict(hdrs, **{"X-Fencing-Token": str(e)}))
+            resp = conn.getresponse()
+            body = resp.read()
+            assert resp.status == want, (key, resp.status, body)
+            if key == "ok":
+                assert resp.getheader("x-amz-checksum-crc32") == crc
+            if key == "bad":
+                assert b"BadDigest" in body, body
+        finally:
+            conn.close()
+    assert on_disk(g, "sum-bucket", "ok") == data
+    for key in ("bad", "two", "junk"):
+        assert on_disk(g, "sum-bucket", key) is None, key
+    # a body large enough to go through the spool file (over 1 MiB)
+    big = os.urandom(3 * 1024 * 1024 + 7)
+    c32 = base64.b64encode(zlib.crc32(big).to_bytes(4, "big")).decode()
+    w32 = base64.b64encode((zlib.crc32(big) ^ 4).to_bytes(4, "big")).decode()
+    for key, value, want in (("big-bad", w32, 400), ("big", c32, 200)):
+        conn = http.client.HTTPConnection("127.0.0.1", g.port, timeout=30)
+        try:
+            conn.request("PUT", "/sum-bucket/" + key, body=big,
+                         headers={"x-amz-checksum-crc32": value, "X-Fencing-Token": str(e)})
+            resp = conn.getresponse()
+            assert resp.status == want, (key, resp.status, resp.read())
+        finally:
+            conn.close()
+    assert on_disk(g, "sum-bucket", "big-bad") is None
+    assert on_disk(g, "sum-bucket", "big") == big
+    assert c.head_object(Bucket="sum-bucket", Key="big", ChecksumMode="ENABLED").get(
+        "ChecksumCRC32") == c32
+
+
 def t_large_copy(g):
     """Sources over the 64 MiB that used to be read into memory (501 then):
     CopyObject and UploadPartCopy read them from disk as they copy."""
@@ -192,5 +262,6 @@ if __name__ == "__main__":
                             (("fenced copy", t_fenced_copy),
                              ("versions, ACLs, owner", t_versions_acl_owner),
                              ("representation headers", t_representation_headers),
-                             ("copies of a 65 MiB source, whole and by ranges", t_large_copy)),
+                             ("copies of a 65 MiB source, whole and by ranges", t_large_copy),
+                             ("x-amz-checksum-*: verified, kept, returned", t_checksums)),
                             (("unfenced copy", t_unfenced_copy),)))

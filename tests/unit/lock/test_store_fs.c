@@ -507,6 +507,39 @@ static void test_metadata_round_trip(void **state)
 	assert_int_equal(store_head(f->st, "bucket/bad", &f->res), STORE_NOT_FOUND);
 }
 
+static void test_checksum_round_trip(void **state)
+{
+	static const struct { const char *name, *value; int ok; } cases[] = {
+		{ "x-amz-checksum-crc32", "BNyAcg==", 1 },
+		{ "x-amz-checksum-sha256", "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=", 1 },
+		{ "x-amz-checksum-CRC32", "BNyAcg==", 0 },    /* the name is lowercase */
+		{ "content-md5", "BNyAcg==", 0 },              /* not a checksum header */
+		{ "x-amz-checksum-crc32", "", 0 },
+		{ "x-amz-checksum-crc32", "BNy\r\ncg==", 0 }, /* a header break */
+		{ "x-amz-checksum-crc32", NULL, 0 },           /* a name without a value */
+	};
+	struct fixture *f = *state;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct store_put_opts o = { .checksum_name = cases[i].name,
+					    .checksum_value = cases[i].value };
+
+		assert_int_equal(store_put(f->st, "bucket/sum", "abc", 3, &o, &f->res),
+				 cases[i].ok ? STORE_OK : STORE_ERR_INVALID);
+		if (!cases[i].ok)
+			continue;
+		assert_int_equal(store_head(f->st, "bucket/sum", &f->res), STORE_OK);
+		assert_string_equal(f->res.checksum_name, cases[i].name);
+		assert_string_equal(f->res.checksum_value, cases[i].value);
+	}
+	/* a replace without one drops it */
+	assert_int_equal(put_str(f, "bucket/sum", "def", STORE_COND_NONE, NULL), STORE_OK);
+	assert_int_equal(store_get(f->st, "bucket/sum", &f->res), STORE_OK);
+	assert_string_equal(f->res.checksum_name, "");
+	assert_string_equal(f->res.checksum_value, "");
+}
+
 static void test_fake_clock(void **state)
 {
 	struct fixture *f = *state;
@@ -1357,6 +1390,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_put_from_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_legacy_sidecar, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metadata_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fake_clock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests_counted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_many_in_one_dir, setup, teardown),
