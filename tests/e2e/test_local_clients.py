@@ -15,12 +15,13 @@ import json
 import os
 import shutil
 import sys
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
-from localgate import acquire, client, disk_keys, on_disk  # noqa: E402
+from localgate import acquire, client, disk_keys, lockapi, on_disk  # noqa: E402
 
 from boto3.s3.transfer import TransferConfig  # noqa: E402
 
@@ -120,6 +121,40 @@ def t_aws_cli_fenced(g, tmp):
     aws(g, "s3", "cp", big, "s3://clif-bucket/big.bin", "--metadata", "fencing-token=%d" % e)
     with open(big, "rb") as f:
         assert disk(g, "clif-bucket", "big.bin") == f.read()
+
+
+def t_lock_files_and_tools(g, tmp):
+    """Lock files in the default layout (BUCKET/locks/BUCKET/), as README's
+    "Lock files and data tools" says: listed and synced down like any key;
+    a recursive rm deletes old epoch files (gc) but never the latest (409
+    LockFileIsLatest), and fenced data not at all without a token (the CLI
+    cannot send one on DELETE), so it exits 1 and the lock stays held."""
+    need("aws")
+    b = "tools-bucket"
+    client(g.url).create_bucket(Bucket=b)
+    for epoch in (1, 2):
+        assert acquire(g, b) == epoch
+        st, body = lockapi(g, b, "release", epoch=epoch)
+        assert st == 200, (st, body)
+    assert acquire(g, b) == 3
+    latest = "locks/%s/lock-0000000003.json" % b
+    for k in ("data/a.txt", "data/b.txt"):
+        client(g.url, 3).put_object(Bucket=b, Key=k, Body=k.encode())
+    listed = aws(g, "s3", "ls", "--recursive", "s3://%s/" % b)
+    assert latest in listed and "data/a.txt" in listed, listed
+    down = os.path.join(tmp, "tools-down")
+    aws(g, "s3", "sync", "s3://%s" % b, down)
+    assert os.path.isfile(os.path.join(down, latest)), os.listdir(down)
+    r = harness.run(["aws", "--endpoint-url", g.url, "s3", "rm", "--recursive", "s3://%s/" % b],
+                    env=env(), timeout=120)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "LockFileIsLatest" in out and "FencingTokenMissing" in out, out
+    assert disk(g, b, latest) is not None
+    assert disk(g, b, "locks/%s/lock-0000000001.json" % b) is None  # gc of an old epoch
+    assert disk(g, b, "data/a.txt") == b"data/a.txt"
+    with urllib.request.urlopen("%s/_fence/locks/%s" % (g.url, b), timeout=10) as resp:
+        body = json.loads(resp.read())
+    assert body["epoch"] == 3 and body["state"] == "held", body
 
 
 # ---- boto3 ----------------------------------------------------------------
@@ -279,6 +314,8 @@ def main():
         for name, fn, g in (("aws cli unfenced: cp multipart, sync --delete, mv, rm",
                              t_aws_cli_unfenced, free),
                             ("aws cli fenced by metadata", t_aws_cli_fenced, fenced),
+                            ("lock files and data tools: ls, sync, rm --recursive",
+                             t_lock_files_and_tools, fenced),
                             ("boto3 upload_file multipart, fenced",
                              lambda g, t: t_boto3_upload_file(g, t, True), fenced),
                             ("boto3 upload_file multipart, unfenced",
