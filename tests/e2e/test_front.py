@@ -843,6 +843,10 @@ def main():
     data = harness.TempDir()
     g = Gate("--header-timeout", "1s", "--body-timeout", "2s", "--data", data.path)
     try:
+        # the bucket first: a lock never creates its bucket (404 NoSuchBucket)
+        st, _, body, _ = request(g.port, b"PUT /%s HTTP/1.1\r\nHost: x\r\n"
+                                         b"Content-Length: 0\r\n\r\n" % FRONT_BUCKET.encode())
+        assert st == 200, (st, body)
         FRONT_TOKEN[0] = acquire(g.port, FRONT_BUCKET)
         r.check("health, embedded store without upstream, 404 under /_fence/",
                 test_health_and_no_upstream, g)
