@@ -169,6 +169,10 @@ int proxy_req_has_body(const struct proxy_req *req);
  * signing headers are set by the proxy and cannot be changed. Returns 0 or
  * -1 (ENOMEM). */
 int proxy_req_set_header(struct proxy_req *req, const char *name, const char *value);
+/* Replaces the query (without '?'; NULL or "" none) of what is handled and
+ * forwarded from here on, for a handler that moves parameters into headers
+ * (S3's presigned x-amz-*). Returns 0 or -1 (ENOMEM). */
+int proxy_req_set_query(struct proxy_req *req, const char *query);
 /* Adds one more header line. Returns 0 or -1. */
 int proxy_req_add_header(struct proxy_req *req, const char *name, const char *value);
 

@@ -16,6 +16,17 @@ const char *proxy_req_method(const struct proxy_req *req) { return req->msg->met
 const char *proxy_req_path(const struct proxy_req *req) { return req->msg->path; }
 const char *proxy_req_query(const struct proxy_req *req) { return req->msg->query; }
 
+int proxy_req_set_query(struct proxy_req *req, const char *query)
+{
+	char *copy = NULL;
+
+	if (query && *query && !(copy = strdup(query)))
+		return -1;
+	free(req->msg->query);
+	req->msg->query = copy;
+	return 0;
+}
+
 const char *proxy_req_peer(const struct proxy_req *req)
 {
 	return req->peer;

@@ -485,12 +485,17 @@ static void grant_fencing(struct proxy_req *req, const struct policy *pol,
 static enum proxy_action on_s3(struct authz *a, const struct policy *pol, struct proxy_req *req,
 			       const char *dpath)
 {
-	struct auth_request ar = { proxy_req_method(req), proxy_req_path(req),
-				   proxy_req_query(req), proxy_req_headers(req), NULL };
+	struct auth_request ar;
 	struct auth_result res;
 	const struct policy_client *c = NULL;
 	enum proxy_action act = PROXY_HANDLED;
 
+	/* the request model first: it moves a SigV2 presigned URL's x-amz-*
+	 * parameters into the headers, where the signature covers them
+	 * (s3req.c); NULL (ENOMEM) is refused below by whoever needs it */
+	(void)s3req_of(req);
+	ar = (struct auth_request){ proxy_req_method(req), proxy_req_path(req),
+				    proxy_req_query(req), proxy_req_headers(req), NULL };
 	auth_verify_head(&ar, secret_of, (void *)pol, time(NULL), &res);
 	switch (res.verdict) {
 	case AUTH_REJECTED:

@@ -343,6 +343,118 @@ void s3req_clear(struct s3req *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* The decoded name (or value) of one raw query piece, malloc'd; NULL on
+ * ENOMEM or a bad escape. */
+static char *piece_decode(const char *p, size_t len)
+{
+	errno = 0; /* ENOMEM, or a bad escape */
+	return pct_decode_dup(p, len, PCT_NO_NUL, NULL);
+}
+
+/* A header name S3 would take from a presigned query: x-amz-*, token
+ * characters only; a value without control bytes. */
+static bool amz_param_ok(const char *name, const char *value)
+{
+	const char *p;
+
+	for (p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+			return false;
+	for (p = value; *p; p++)
+		if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* A presigned Signature Version 2 URL carries the request's x-amz-*
+ * headers as query parameters (botocore puts a presigned PUT's Metadata
+ * there, e.g. x-amz-meta-fencing-token), and S3 reads them as headers. So
+ * does the proxy: before anything judges the request they become headers
+ * (which the SigV2 signature covers as such, and where fencing reads the
+ * token) and leave the query that is forwarded. Only for SigV2 presigned
+ * URLs (AWSAccessKeyId and Signature, no X-Amz-Algorithm): a SigV4 query
+ * signs its parameters as parameters. Returns 0, 1 with *why when a
+ * parameter cannot be a header or contradicts one, -1 on ENOMEM. */
+static int hoist_v2_presigned_amz(struct proxy_req *req, const char **why)
+{
+	const char *q = proxy_req_query(req), *s;
+	char *out = NULL, *name = NULL, *value = NULL;
+	int has_key = 0, has_sig = 0, moved = 0, pass, rc = -1;
+	size_t o = 0;
+
+	if (!q || !*q)
+		return 0;
+	for (pass = 0; pass < 2; pass++) {
+		for (s = q; *s;) {
+			const char *amp = strchr(s, '&'), *eq;
+			size_t len = amp ? (size_t)(amp - s) : strlen(s), nlen;
+
+			eq = memchr(s, '=', len);
+			nlen = eq ? (size_t)(eq - s) : len;
+			name = piece_decode(s, nlen);
+			if (!name)
+				goto bad; /* s3req_parse names the bad escape */
+			if (pass == 0) {
+				has_key |= strcmp(name, "AWSAccessKeyId") == 0;
+				has_sig |= strcmp(name, "Signature") == 0;
+				if (strcasecmp(name, "X-Amz-Algorithm") == 0)
+					goto none;
+			} else if (strncasecmp(name, "x-amz-", 6) == 0) {
+				const char *have;
+
+				value = eq ? piece_decode(eq + 1, len - nlen - 1) : strdup("");
+				if (!value)
+					goto bad;
+				if (!amz_param_ok(name, value)) {
+					*why = "a presigned x-amz-* parameter is not a valid header";
+					rc = 1;
+					goto out;
+				}
+				have = proxy_req_header(req, name);
+				if (have && strcmp(have, value) != 0) {
+					*why = "a presigned x-amz-* parameter contradicts a header or "
+					       "another parameter of the same name";
+					rc = 1;
+					goto out;
+				}
+				if (proxy_req_set_header(req, name, value) < 0)
+					goto out;
+				free(value);
+				value = NULL;
+				moved = 1;
+			} else if (len) {
+				if (o)
+					out[o++] = '&';
+				memcpy(out + o, s, len);
+				o += len;
+			}
+			free(name);
+			name = NULL;
+			s = amp ? amp + 1 : s + len;
+		}
+		if (pass == 0) {
+			if (!has_key || !has_sig)
+				return 0;
+			if (!(out = malloc(strlen(q) + 1)))
+				return -1;
+		}
+	}
+	out[o] = '\0';
+	rc = moved && proxy_req_set_query(req, out) < 0 ? -1 : 0;
+	goto out;
+none:
+	rc = 0;
+	goto out;
+bad:
+	rc = errno == ENOMEM ? -1 : 0;
+out:
+	free(name);
+	free(value);
+	free(out);
+	return rc;
+}
+
 static void model_free(void *arg)
 {
 	s3req_clear(arg);
@@ -352,17 +464,23 @@ static void model_free(void *arg)
 const struct s3req *s3req_of(struct proxy_req *req)
 {
 	struct s3req *r = proxy_req_model(req);
+	const char *why = NULL;
+	int hoisted;
 
 	if (r)
 		return r;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
-	if (s3req_parse(r, proxy_req_method(req), proxy_req_path(req), proxy_req_query(req),
+	hoisted = hoist_v2_presigned_amz(req, &why);
+	if (hoisted < 0 ||
+	    s3req_parse(r, proxy_req_method(req), proxy_req_path(req), proxy_req_query(req),
 			proxy_req_headers(req)) < 0) {
 		model_free(r);
 		return NULL;
 	}
+	if (hoisted == 1)
+		refuse(r, 400, "InvalidArgument", "%s", why);
 	proxy_req_set_model(req, r, model_free);
 	return r;
 }

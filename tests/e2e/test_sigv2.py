@@ -4,7 +4,9 @@
 The same moto + fencegate -c CONFIG as test_auth.py (its Gate). boto3's
 generate_presigned_url against a custom endpoint makes a SigV2 URL
 (AWSAccessKeyId, Signature, Expires) by default: opened with urllib and
-curl it answers 200 with the object; expired or tampered it is 403. boto3
+curl it answers 200 with the object; expired or tampered it is 403; a
+presigned PUT carries the token as x-amz-meta-fencing-token in its query,
+which is read as the header S3 takes it for. boto3
 with signature_version "s3" (header auth) writes with the token as
 metadata, and a token sent as X-Fencing-Token (which SigV2 cannot sign) is
 refused. s3cmd --signature-v2 puts, gets, lists and deletes. Every refusal
@@ -129,15 +131,52 @@ def t_presigned_writes(g):
     st, body = raw(g.port, "PUT", u.path + "?" + u.query, b"no token")
     assert st == 428 and s3_code(body) == "FencingTokenMissing", (st, body)
     assert g.in_moto("v2/pput") is None
-    # botocore moves the metadata into the query (S3 reads x-amz-* query
-    # parameters of a SigV2 URL as headers); fencegate does not, so the URL
-    # does not verify: 403, nothing lands
-    u = urllib.parse.urlsplit(s3.generate_presigned_url("put_object", Params={
-        "Bucket": BUCKET, "Key": "v2/pput", "Metadata": {"fencing-token": str(g.epoch)}},
-        ExpiresIn=300))
+    # botocore moves the metadata into the query, and S3 reads x-amz-* query
+    # parameters of a SigV2 URL as headers; so does fencegate: the token in
+    # the URL fences the write, which lands stamped, with the metadata
+    # stored as metadata (not as a query parameter)
+    def presigned_put(token, key):
+        return urllib.parse.urlsplit(s3.generate_presigned_url("put_object", Params={
+            "Bucket": BUCKET, "Key": key, "Metadata": {"fencing-token": str(token), "note": "n"}},
+            ExpiresIn=300))
+    u = presigned_put(g.epoch, "v2/pput-ok")
+    assert "x-amz-meta-fencing-token=" in u.query, u.query
     st, body = raw(g.port, "PUT", u.path + "?" + u.query, b"token in the query")
+    assert st == 200, (st, body)
+    assert g.in_moto("v2/pput-ok") == b"token in the query"
+    h = g.moto.client().head_object(Bucket=BUCKET, Key="v2/pput-ok")
+    assert h["Metadata"].get("fencing-epoch") == str(g.epoch), h["Metadata"]
+    assert h["Metadata"].get("note") == "n" and "fencing-token" not in h["Metadata"], h
+    # a token below the lock's epoch in the URL (0 when the lock is at 1,
+    # which no epoch is): refused, nothing changes
+    u = presigned_put(g.epoch - 1, "v2/pput-stale")
+    st, body = raw(g.port, "PUT", u.path + "?" + u.query, b"stale")
+    assert (st, s3_code(body)) == ((409, "FencingTokenStale") if g.epoch > 1 else
+                                   (400, "FencingTokenInvalid")), (st, body)
+    assert g.in_moto("v2/pput-stale") is None
+    # the token in the query is signed: changed, the URL no longer verifies
+    u = presigned_put(g.epoch, "v2/pput-forged")
+    forged = u.query.replace("x-amz-meta-fencing-token=%d" % g.epoch,
+                             "x-amz-meta-fencing-token=%d" % (g.epoch + 5))
+    assert forged != u.query
+    st, body = raw(g.port, "PUT", u.path + "?" + forged, b"forged")
     assert st == 403 and s3_code(body) == "SignatureDoesNotMatch", (st, body)
-    assert g.in_moto("v2/pput") is None
+    assert g.in_moto("v2/pput-forged") is None
+    # the proxy's stamp cannot come in through the query either
+    u = urllib.parse.urlsplit(s3.generate_presigned_url("put_object", Params={
+        "Bucket": BUCKET, "Key": "v2/pput-stamp",
+        "Metadata": {"fencing-token": str(g.epoch), "fencing-epoch": "999"}}, ExpiresIn=300))
+    st, body = raw(g.port, "PUT", u.path + "?" + u.query, b"stamp")
+    assert st == 400, (st, body)
+    assert g.in_moto("v2/pput-stamp") is None
+    # a header that contradicts the query's: refused (the signature, which
+    # covers the query's value, is checked first), nothing lands
+    u = presigned_put(g.epoch, "v2/pput-twice")
+    st, body = raw(g.port, "PUT", u.path + "?" + u.query, b"twice",
+                   {"x-amz-meta-note": "other"})
+    assert (st, s3_code(body)) in ((403, "SignatureDoesNotMatch"), (400, "InvalidArgument")), \
+        (st, body)
+    assert g.in_moto("v2/pput-twice") is None
     # an unsigned X-Fencing-Token on a presigned SigV2 write: 403
     u = urllib.parse.urlsplit(s3.generate_presigned_url(
         "put_object", Params={"Bucket": BUCKET, "Key": "v2/pput"}, ExpiresIn=300))
@@ -253,7 +292,8 @@ def main():
         for label, fn in [
             ("boto3 default presign (SigV2) via urllib and curl: 200", t_presigned_default),
             ("presigned SigV2: expired 403, tampered 403", t_presigned_expired_and_tampered),
-            ("presigned SigV2 writes: fenced; token in the query or unsigned header refused",
+            ("presigned SigV2 writes: the token in the query fences them; forged, stale, "
+             "stamp and unsigned header refused",
              t_presigned_writes),
             ("boto3 signature_version s3: token as metadata; X-Fencing-Token 403",
              t_header_auth),
