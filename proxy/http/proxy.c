@@ -61,6 +61,7 @@ void preq_put(struct proxy_req *req)
 	if (req->body)
 		evbuffer_free(req->body);
 	free(req->principal);
+	free(req->sent_query);
 	req->p->inflight--;
 	free(req);
 }
@@ -93,7 +94,7 @@ void preq_finish(struct proxy_req *req, enum proxy_outcome outcome)
 	s.id = req->id;
 	s.method = req->msg->method;
 	s.path = req->msg->path;
-	s.query = req->msg->query;
+	s.query = req->sent_query ? req->sent_query : req->msg->query;
 	s.peer = req->peer;
 	s.principal = req->principal;
 	s.user_agent = front_hdrs_get(&req->msg->hdrs, "User-Agent");

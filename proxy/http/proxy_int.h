@@ -62,6 +62,8 @@ struct proxy_req {
 	char id[32];
 	char peer[64];               /* the client's address, kept past the conn */
 	char *principal;             /* proxy_req_set_principal; NULL: none */
+	char *sent_query;            /* the client's query once proxy_req_set_query
+				      * replaced it (for the access log); NULL */
 	enum req_phase phase;
 	int refs;
 	int suspend_held;            /* a reference held from SUSPEND to resume */

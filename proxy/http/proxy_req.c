@@ -22,7 +22,10 @@ int proxy_req_set_query(struct proxy_req *req, const char *query)
 
 	if (query && *query && !(copy = strdup(query)))
 		return -1;
-	free(req->msg->query);
+	if (!req->sent_query && req->msg->query)
+		req->sent_query = req->msg->query; /* the access log shows what was sent */
+	else
+		free(req->msg->query);
 	req->msg->query = copy;
 	return 0;
 }
