@@ -62,6 +62,11 @@ else
 	SUDO=""
 fi
 export DEBIAN_FRONTEND=noninteractive
+# make -j runs the build and the test sets at once: one apt at a time
+if [ -z "${FENCE_DEPS_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+	export FENCE_DEPS_LOCKED=1
+	exec flock /tmp/fencegate-install-deps.lock "$0" "$@"
+fi
 if ! $SUDO apt-get install -y --no-install-recommends $missing >/dev/null 2>&1; then
 	if ! $SUDO apt-get update -qq >/dev/null 2>&1; then
 		echo "install-deps: 'apt-get update' failed (no network to the Debian mirror?)" >&2
