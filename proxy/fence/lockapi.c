@@ -635,6 +635,8 @@ void lockapi_free(struct lockapi *api)
 		return;
 	if (api->probe_timer)
 		event_free(api->probe_timer);
+	if (api->self_test_retry)
+		event_free(api->self_test_retry);
 	store_close(api->probe_st); /* jobs were drained: no probe runs */
 	free(api->st_url);
 	free(api->st_endpoint);

@@ -169,6 +169,41 @@ static void start_probe(struct lockapi *api)
 		log_warn("cannot start the upstream probe: health will not report the upstream");
 }
 
+static int submit_self_test(struct lockapi *api);
+
+static void self_test_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lockapi *api = arg;
+
+	(void)fd;
+	(void)what;
+	if (submit_self_test(api) < 0)
+		log_error("cannot run the backend self-test again: health stays 503");
+}
+
+/* The store could not be reached or answered with an error: that says
+ * nothing about its conditional writes, so try again later (a store that
+ * is not up yet when the proxy starts, a descriptor shortage). A verdict
+ * (conditions ignored, no Date) is final. */
+static void schedule_retry(struct lockapi *api)
+{
+	struct timeval tv;
+
+	api->retry_ms = api->retry_ms ? api->retry_ms * 2 : SELF_TEST_RETRY_MS;
+	if (api->retry_ms > SELF_TEST_RETRY_MAX_MS)
+		api->retry_ms = SELF_TEST_RETRY_MAX_MS;
+	tv.tv_sec = api->retry_ms / 1000;
+	tv.tv_usec = (api->retry_ms % 1000) * 1000;
+	if (!api->self_test_retry)
+		api->self_test_retry = evtimer_new(api->base, self_test_retry_cb, api);
+	if (!api->self_test_retry || evtimer_add(api->self_test_retry, &tv) < 0) {
+		log_error("%s; refusing to report healthy", api->self_test_err);
+		return;
+	}
+	log_error("%s; refusing to report healthy, trying again in %.1f s", api->self_test_err,
+		  (double)api->retry_ms / 1000.0);
+}
+
 static void self_test_done(void *arg)
 {
 	struct self_test_job *j = arg;
@@ -183,21 +218,18 @@ static void self_test_done(void *arg)
 	} else {
 		snprintf(api->self_test_err, sizeof(api->self_test_err),
 			 "backend self-test failed on \"%.100s\": %.280s", api->st_url, j->err);
-		log_error("%s; refusing to report healthy", api->self_test_err);
+		if (j->code == LOCK_ERR_STORE && api->base)
+			schedule_retry(api);
+		else
+			log_error("%s; refusing to report healthy", api->self_test_err);
 	}
 	free(j);
 }
 
-int lockapi_start_self_test(struct lockapi *api)
+static int submit_self_test(struct lockapi *api)
 {
-	struct self_test_job *j;
+	struct self_test_job *j = calloc(1, sizeof(*j));
 
-	if (!api->st_url) {
-		api->healthy = 1;
-		api->self_test_done = 1;
-		return 0;
-	}
-	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -1;
 	j->api = api;
@@ -206,6 +238,16 @@ int lockapi_start_self_test(struct lockapi *api)
 		return -1;
 	}
 	return 0;
+}
+
+int lockapi_start_self_test(struct lockapi *api)
+{
+	if (!api->st_url) {
+		api->healthy = 1;
+		api->self_test_done = 1;
+		return 0;
+	}
+	return submit_self_test(api);
 }
 
 int lockapi_healthy(const struct lockapi *api)

@@ -25,6 +25,10 @@ struct lockapi {
 	int healthy;
 	int self_test_done;
 	char self_test_err[512];
+	/* a self-test that failed for an I/O reason (not a verdict on the
+	 * store) runs again after retry_ms (doubling up to SELF_TEST_RETRY_MAX_MS) */
+	struct event *self_test_retry;
+	long retry_ms;
 	/* the upstream probe (S3 mode with --check-bucket): a one-key listing
 	 * every UPSTREAM_PROBE_MS on the jobs pool, one at a time */
 	struct event *probe_timer;
@@ -35,6 +39,8 @@ struct lockapi {
 };
 
 #define UPSTREAM_PROBE_MS 5000
+#define SELF_TEST_RETRY_MS 1000
+#define SELF_TEST_RETRY_MAX_MS 30000
 #define UPSTREAM_PROBE_TIMEOUT_MS 2000
 
 /* A JSON answer (obj is consumed). */

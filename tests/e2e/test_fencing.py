@@ -223,6 +223,35 @@ def test_health_refuses_unsafe_backend(moto):
         g.close()
 
 
+def test_health_self_test_retries(moto):
+    """A self-test that fails for want of the store (here its bucket does
+    not exist yet) is tried again with a backoff: once the bucket is
+    created, health turns 200 without a restart. A store that ignores
+    conditions stays refused (the self-test's verdict, in lock_admin.c)."""
+    b = "fence-late-bucket"
+    g = Gate("--upstream", moto.url, "--check-bucket", b, "--access-log", "off")
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            st, j = api(g.port, "GET", "/_fence/health")
+            if j.get("status") == "failed":
+                break
+            time.sleep(0.1)
+        expect(st == 503 and j["status"] == "failed", "health before: %s %s" % (st, j))
+        expect("trying again in" in g.logtext(), "the log says it retries:\n" + g.logtext())
+        moto.create_bucket(b)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            st, j = api(g.port, "GET", "/_fence/health")
+            if st == 200:
+                break
+            time.sleep(0.2)
+        expect(st == 200 and j["status"] == "ok", "health after the bucket: %s %s" % (st, j))
+        expect("self-test passed" in g.logtext(), "passed after a retry")
+    finally:
+        g.close()
+
+
 def test_health_reports_upstream(moto):
     """With --check-bucket, health follows the upstream: 503
     upstream_unreachable while S3 does not answer (moto frozen, our own
@@ -822,6 +851,8 @@ def main():
             r.check("health and metrics", test_health_and_metrics, moto, gate)
             r.check("health refuses a backend that fails the self-test",
                     test_health_refuses_unsafe_backend, moto)
+            r.check("health: a self-test that could not reach the store is tried again",
+                    test_health_self_test_retries, moto)
             r.check("health follows the upstream (--check-bucket)",
                     test_health_reports_upstream, moto)
             r.check("decision table, stale writes never reach storage",
