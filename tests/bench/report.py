@@ -1,26 +1,28 @@
 #!/usr/bin/env python3
-"""Prints the fencegate benchmark table from run.sh's raw results.
+"""Prints the fencegate benchmark report from run.sh's raw results.
 
 Input: results.jsonl (one line per measured wrk run) and meta.json. Per
-(case, concurrency, target) it takes the median over rounds of req/s,
-p50/p99 latency and CPU time per request, and the ratio of those medians to
-HAProxy's and to the direct upstream's. It prints, never judges: timings are
-not asserted anywhere.
+(layout, case, concurrency, target) it takes the median over rounds of
+req/s, p50/p99 latency and CPU time per request, prints one table per
+layout, then the targets of issue 9 with the measured value of each row:
+the one-core layout is the verdict. It prints, never judges a build: the
+"met" column compares a measurement with a target, nothing fails on it.
 Usage: report.py RESULTS.jsonl META.json
 """
 import json
 import statistics
 import sys
 
-TARGETS = ["direct", "nginx", "haproxy", "fencegate"]
+TARGETS = ["direct", "nginx", "haproxy", "haproxy2", "fencegate"]
 CASES = [
     ("get", "GET 1 KiB object"),
     ("put1k", "fenced PUT 1 KiB"),
     ("put64k", "fenced PUT 64 KiB"),
     ("stale", "stale PUT 1 KiB (409)"),
 ]
-LABEL = {"direct": "direct", "nginx": "nginx proxy_pass", "haproxy": "haproxy",
-         "fencegate": "fencegate"}
+LABEL = {"direct": "direct (stand-in)", "nginx": "nginx proxy_pass", "haproxy": "haproxy",
+         "haproxy2": "haproxy A/A", "fencegate": "fencegate"}
+MIB = 1024.0
 
 
 def fmt_us(us):
@@ -40,7 +42,7 @@ def fmt_ratio(a, b):
 
 
 def summarize(runs):
-    """Medians over rounds for one (case, conns, target)."""
+    """Medians over rounds for one (layout, case, conns, target)."""
     rps, p50, p99, cpu = [], [], [], []
     requests = ok = upstream = errors = 0
     for r in runs:
@@ -68,8 +70,158 @@ def summarize(runs):
         "non2xx": requests - ok,
         "upstream": upstream,
         "errors": errors,
-        "rounds": len(runs),
     }
+
+
+class Results:
+    def __init__(self, results):
+        self.groups = {}
+        for r in results:
+            key = (r.get("layout", "one"), r["case"], r["conns"], r["target"])
+            self.groups.setdefault(key, []).append(r)
+
+    def get(self, layout, case, conns, target):
+        runs = self.groups.get((layout, case, conns, target))
+        return summarize(runs) if runs else None
+
+    def conns(self, layout):
+        return sorted({k[2] for k in self.groups if k[0] == layout}, reverse=True)
+
+
+def print_layout(res, layout, info, notes):
+    print("layout %s: %s" % (layout, info["desc"]))
+    head = ("%-26s %-17s %10s %6s %9s %9s %6s %6s %9s %8s %8s"
+            % ("case", "target", "req/s", "spread", "p50", "p99", "xHAP", "xdir",
+               "CPU/req", "non-2xx", "up/write"))
+    print(head)
+    print("-" * len(head))
+    for case, title in CASES:
+        for conns in res.conns(layout):
+            rows = {t: res.get(layout, case, conns, t) for t in TARGETS}
+            rows = {t: s for t, s in rows.items() if s}
+            if not rows:
+                continue
+            # the stale case runs on fencegate only: compare it with the
+            # anchors' 1 KiB PUT (forwarding the same request)
+            ref_case = "put1k" if case == "stale" else case
+            hap = res.get(layout, ref_case, conns, "haproxy")
+            direct = res.get(layout, ref_case, conns, "direct")
+            hap = hap and hap["rps"]
+            direct = direct and direct["rps"]
+            name = "%s, c=%d" % (title, conns)
+            for t in TARGETS:
+                s = rows.get(t)
+                if not s:
+                    continue
+                upw = "-"
+                if case in ("put1k", "put64k"):
+                    upw = "%.2f" % (s["upstream"] / s["ok"]) if s["ok"] else "n/a"
+                elif case == "stale":
+                    upw = "%d req" % s["upstream"]
+                print("%-26s %-17s %10.0f %5.0f%% %9s %9s %6s %6s %9s %8d %8s"
+                      % (name, LABEL[t], s["rps"], 100 * s["spread"], fmt_us(s["p50"]),
+                         fmt_us(s["p99"]), fmt_ratio(s["rps"], hap),
+                         fmt_ratio(s["rps"], direct),
+                         ("%.1f us" % s["cpu"]) if s["cpu"] is not None else "-",
+                         s["non2xx"], upw))
+                name = ""
+                if s["errors"]:
+                    notes.append("%s: %s %s c=%d: %d socket errors/timeouts"
+                                 % (layout, t, case, conns, s["errors"]))
+                if t == "fencegate" and case == "stale" and s["ok"]:
+                    notes.append("%s: stale c=%d: %d stale writes answered 2xx"
+                                 % (layout, conns, s["ok"]))
+                if t == "fencegate" and case in ("put1k", "put64k") and s["non2xx"]:
+                    notes.append("%s: fencegate %s c=%d: %d of %d writes not 2xx"
+                                 % (layout, case, conns, s["non2xx"], s["requests"]))
+        print()
+    hwm = info["hwm_kb"]
+    print("peak RSS (VmHWM) after layout %s: fencegate %.1f MiB, nginx proxy worker %.1f MiB, "
+          "haproxy %.1f MiB, haproxy A/A %.1f MiB, stand-in worker %.1f MiB"
+          % (layout, hwm["fencegate"] / MIB, hwm["nginx"] / MIB, hwm["haproxy"] / MIB,
+             hwm.get("haproxy2", 0) / MIB, hwm["direct"] / MIB))
+    print()
+
+
+def verdict(res, meta):
+    """The targets of issue 9, one row each: measured, target, met."""
+    rows = []
+
+    def row(what, value, target, met):
+        rows.append((what, value, target, "-" if met is None else ("yes" if met else "NO")))
+
+    def s(layout, case, conns, t):
+        return res.get(layout, case, conns, t)
+
+    if "one" in meta["layouts"]:
+        for case in ("get", "put1k", "put64k"):
+            fg, hp, hp2, d = (s("one", case, 64, t)
+                              for t in ("fencegate", "haproxy", "haproxy2", "direct"))
+            if fg and hp and d:
+                r = (fg["rps"] / d["rps"]) / (hp["rps"] / d["rps"])
+                aa = " (A/A %.2f)" % (hp2["rps"] / hp["rps"]) if hp2 else ""
+                row("one core c=64 %s: xdir vs haproxy's xdir" % case,
+                    "%.2fx%s" % (r, aa), ">= 1.2x", r >= 1.2)
+        for case in ("get", "put1k", "put64k"):
+            fg, hp, hp2 = (s("one", case, 64, t) for t in ("fencegate", "haproxy", "haproxy2"))
+            if fg and hp and fg["cpu"] and hp["cpu"]:
+                r = fg["cpu"] / hp["cpu"]
+                aa = " (A/A %.2f)" % (hp2["cpu"] / hp["cpu"]) if hp2 and hp2["cpu"] else ""
+                row("one core c=64 %s: CPU/req vs haproxy" % case,
+                    "%.2fx (%.1f vs %.1f us)%s" % (r, fg["cpu"], hp["cpu"], aa), "<= 0.8x", r <= 0.8)
+        for case in ("get", "put1k"):
+            fg, d, hp = (s("one", case, 1, t) for t in ("fencegate", "direct", "haproxy"))
+            if fg and d:
+                added = fg["p50"] - d["p50"]
+                hap = " (haproxy +%d us)" % (hp["p50"] - d["p50"]) if hp else ""
+                row("c=1 %s: p50 added over direct" % case, "%d us%s" % (added, hap),
+                    "<= 40 us", added <= 40)
+        st, put = s("one", "stale", 64, "fencegate"), s("one", "put1k", 64, "fencegate")
+        if st and put:
+            r = st["rps"] / put["rps"]
+            row("stale rejection vs fenced PUT 1 KiB (one core, c=64)",
+                "%.2fx, %d upstream requests" % (r, st["upstream"]), ">= 3x, 0",
+                r >= 3 and st["upstream"] == 0)
+        fg = s("one", "put1k", 1, "fencegate")
+        if fg and fg["ok"]:
+            r = fg["upstream"] / fg["ok"]
+            row("upstream requests per accepted put1k (c=1: exact)", "%.3f" % r, "1.00",
+                abs(r - 1.0) < 0.005)
+        fg, hp = s("one", "put64k", 64, "fencegate"), s("one", "put64k", 64, "haproxy")
+        if fg and fg["ok"] and hp and hp["ok"]:
+            r = fg["upstream"] / fg["ok"]
+            row("upstream requests per accepted put64k (c=64; haproxy's: the artefact)",
+                "%.3f (haproxy %.3f)" % (r, hp["upstream"] / hp["ok"]), "1.00", None)
+    if "all" in meta["layouts"]:
+        for case in ("get", "put1k", "put64k"):
+            fg, hp, hp2 = (s("all", case, 256, t) for t in ("fencegate", "haproxy", "haproxy2"))
+            if fg and hp:
+                r = fg["rps"] / hp["rps"]
+                aa = " (A/A %.2f)" % (hp2["rps"] / hp["rps"]) if hp2 else ""
+                row("all cores c=256 %s: req/s vs haproxy" % case,
+                    "%.2fx (%.0f vs %.0f)%s" % (r, fg["rps"], hp["rps"], aa), ">= 1x", r >= 1)
+        hwm = meta["layouts"]["all"]["hwm_kb"]["fencegate"] / MIB
+        row("RSS at c=256 keep-alive (VmHWM)", "%.1f MiB" % hwm, "<= 32 MiB", hwm <= 32)
+    for label in ("s3", "local"):
+        b = meta.get("big", {}).get(label)
+        if not b:
+            continue
+        growth = (b["hwm_kb"] - b["rss0_kb"]) / MIB
+        ok = b["status"].startswith("2")
+        row("%d MiB upload RSS growth, %s (%s in %s s)"
+            % (meta.get("big_mib", 1024), "S3 mode" if label == "s3" else "embedded store",
+               b["status"], b["seconds"]),
+            "%.1f MiB" % growth, "<= 16 MiB", ok and growth <= 16)
+    if not rows:
+        return
+    width = max(len(r[0]) for r in rows)
+    print("issue 9 targets (one-core layout = the verdict; A/A = a second, identical HAProxy"
+          " over the first: the noise)")
+    print("%-*s  %-34s %-10s %s" % (width, "row", "measured", "target", "met"))
+    print("-" * (width + 52))
+    for r in rows:
+        print("%-*s  %-34s %-10s %s" % (width, r[0], r[1], r[2], r[3]))
+    print()
 
 
 def main():
@@ -79,88 +231,32 @@ def main():
         results = [json.loads(line) for line in f if line.strip()]
     with open(sys.argv[2]) as f:
         meta = json.load(f)
-    groups = {}
-    for r in results:
-        groups.setdefault((r["case"], r["conns"], r["target"]), []).append(r)
-    conns_seen = sorted({r["conns"] for r in results}, reverse=True)
+    res = Results(results)
 
     print()
     print("fencegate benchmark — loopback, nginx stand-in for S3 (%s)"
           % (meta.get("fencegate") or "fencegate"))
-    print("pinning: %s" % meta["pinning"])
-    print("%d rounds x %d s per run, target order rotated each round; "
-          "medians over rounds" % (meta["rounds"], meta["seconds"]))
+    print("%d rounds x %d s per run, target order rotated each round; medians over rounds"
+          % (meta["rounds"], meta["seconds"]))
+    if not meta.get("workers_flag"):
+        print("(this fencegate has no event-loop --workers flag: it ran one event loop"
+              " in every layout)")
     print()
-    head = ("%-26s %-17s %10s %6s %9s %9s %6s %6s %9s %8s %8s"
-            % ("case", "target", "req/s", "spread", "p50", "p99", "xHAP", "xdir",
-               "CPU/req", "non-2xx", "up/write"))
-    print(head)
-    print("-" * len(head))
     notes = []
-    for case, title in CASES:
-        for conns in conns_seen:
-            rows = {t: summarize(groups[(case, conns, t)])
-                    for t in TARGETS if (case, conns, t) in groups}
-            if not rows:
-                continue
-            # the stale case runs on fencegate only: compare it with the
-            # anchors' 1 KiB PUT (forwarding the same request)
-            ref_case = "put1k" if case == "stale" else case
-            ref = {t: summarize(groups[(ref_case, conns, t)])
-                   for t in ("haproxy", "direct") if (ref_case, conns, t) in groups}
-            hap = ref.get("haproxy", {}).get("rps")
-            direct = ref.get("direct", {}).get("rps")
-            name = "%s, c=%d" % (title, conns)
-            for t in TARGETS:
-                if t not in rows:
-                    continue
-                s = rows[t]
-                upw = "-"
-                if case in ("put1k", "put64k"):
-                    upw = "%.2f" % (s["upstream"] / s["ok"]) if s["ok"] else "n/a"
-                elif case == "stale":
-                    upw = "%d req" % s["upstream"]
-                label = LABEL[t] + (" (stand-in)" if t == "direct" else "")
-                print("%-26s %-17s %10.0f %5.0f%% %9s %9s %6s %6s %9s %8d %8s"
-                      % (name, label, s["rps"], 100 * s["spread"], fmt_us(s["p50"]),
-                         fmt_us(s["p99"]), fmt_ratio(s["rps"], hap),
-                         fmt_ratio(s["rps"], direct),
-                         ("%.1f us" % s["cpu"]) if s["cpu"] is not None else "-",
-                         s["non2xx"], upw))
-                name = ""
-                if s["errors"]:
-                    notes.append("%s %s c=%d: %d socket errors/timeouts"
-                                 % (t, case, conns, s["errors"]))
-                if t == "fencegate" and case == "stale":
-                    if s["upstream"]:
-                        notes.append("stale c=%d: %d upstream requests for data keys "
-                                     "while every write should have been rejected"
-                                     % (conns, s["upstream"]))
-                    if s["ok"]:
-                        notes.append("stale c=%d: %d stale writes answered 2xx"
-                                     % (conns, s["ok"]))
-                if t == "fencegate" and case in ("put1k", "put64k") and s["non2xx"]:
-                    notes.append("fencegate %s c=%d: %d of %d writes not 2xx"
-                                 % (case, conns, s["non2xx"], s["requests"]))
-        print()
-
-    hwm = meta["hwm_kb"]
-    print("peak RSS (VmHWM): fencegate %.1f MiB, nginx proxy worker %.1f MiB, "
-          "haproxy %.1f MiB, stand-in worker %.1f MiB"
-          % (hwm["fencegate"] / 1024.0, hwm["nginx"] / 1024.0, hwm["haproxy"] / 1024.0,
-             hwm["direct"] / 1024.0))
-    print()
+    for layout in ("one", "all"):
+        if layout in meta["layouts"]:
+            print_layout(res, layout, meta["layouts"][layout], notes)
+    verdict(res, meta)
     print("columns: req/s, p50, p99 = medians over rounds (wrk, 1 thread); spread ="
           " (max-min)/median of req/s;")
     print("  xHAP / xdir = req/s relative to haproxy / to the stand-in served directly"
           " (stale rows: relative to their 1 KiB PUT);")
     print("  CPU/req = utime+stime of the server under test per request (nginx: master"
-          " + worker; direct: the stand-in);")
+          " + workers; direct: the stand-in);")
     print("  up/write = stand-in requests for data keys per 2xx write (PUT rows,"
           " target 1.00); stale rows: upstream requests (target 0);")
-    print("    at c=1 it is exact to one request per run; at c=64 up to 64 writes"
-          " in flight when wrk stops reach the stand-in")
-    print("    uncounted (the anchors' rows show that artefact);")
+    print("    at c=1 it is exact to one request per run; at c>1 writes in flight when"
+          " wrk stops reach the stand-in uncounted;")
     print("  fenced PUTs carry X-Fencing-Token: %d (the current epoch); stale ones %d."
           % (meta["epoch"], meta["stale_token"]))
     print("  the anchors forward every PUT unchecked; only fencegate fences.")
