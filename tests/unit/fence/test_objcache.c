@@ -80,6 +80,63 @@ static void test_invalidate(void **state)
 	objcache_free(c);
 }
 
+/* Nodes are handed out in order, freed ones first: a cache below its
+ * capacity never evicts, whatever was invalidated before. */
+static void test_fresh_and_freed_nodes(void **state)
+{
+	struct objcache *c = objcache_new(4, NULL);
+	struct objcache_stats st;
+
+	(void)state;
+	assert_int_equal(objcache_put(c, "b", "1", "e", 1), 0);
+	assert_int_equal(objcache_put(c, "b", "2", "e", 1), 0);
+	assert_int_equal(objcache_invalidate(c, "b", "1"), 1);
+	assert_int_equal(objcache_put(c, "b", "3", "e", 1), 0);
+	assert_int_equal(objcache_put(c, "b", "4", "e", 1), 0);
+	assert_int_equal(objcache_put(c, "b", "5", "e", 1), 0);
+	objcache_stats(c, &st);
+	assert_int_equal(st.count, 4);
+	assert_int_equal(st.evictions, 0);
+	assert_int_equal(objcache_put(c, "b", "6", "e", 1), 0);
+	assert_int_equal(objcache_get(c, "b", "2", NULL), 0);
+	assert_int_equal(objcache_get(c, "b", "5", NULL), 1);
+	objcache_stats(c, &st);
+	assert_int_equal(st.count, 4);
+	assert_int_equal(st.evictions, 1);
+	objcache_free(c);
+}
+
+static long rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* An empty cache of a million entries (~180 MiB of nodes) costs no
+ * resident memory until entries are cached: an idle proxy stays small. */
+static void test_capacity_is_not_resident(void **state)
+{
+	long before = rss_kb(), after;
+	struct objcache *c = objcache_new(1000000, NULL);
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(objcache_put(c, "b", "k", "e", 1), 0);
+	after = rss_kb();
+	assert_true(before > 0 && after > 0);
+	assert_true(after - before < 16 * 1024);
+	objcache_free(c);
+}
+
 static void test_lru_eviction(void **state)
 {
 	struct objcache *c = objcache_new(3, NULL);
@@ -176,6 +233,8 @@ int main(void)
 		cmocka_unit_test(test_get_put_update),
 		cmocka_unit_test(test_keys_are_distinct),
 		cmocka_unit_test(test_invalidate),
+		cmocka_unit_test(test_fresh_and_freed_nodes),
+		cmocka_unit_test(test_capacity_is_not_resident),
 		cmocka_unit_test(test_lru_eviction),
 		cmocka_unit_test(test_capacity_bound_under_churn),
 		cmocka_unit_test(test_limits),
