@@ -377,8 +377,10 @@ static int on_body(struct proxy_req *req, const char *data, size_t len, void *ar
 	if (len > c->body_max - c->body_len) {
 		if (c->op == OP_PUT || c->op == OP_MPU_PART)
 			proxy_req_reply_error(req, 413, "EntityTooLarge",
-					      "the embedded store takes objects up to its "
-					      "--max-object size; this body is larger", NULL);
+					      "the embedded store holds a body in this "
+					      "aws-chunked form in memory, up to 64 MiB; this "
+					      "one is larger (send it unchunked or with a "
+					      "STREAMING-* payload hash)", NULL);
 		else
 			proxy_req_reply_error(req, 400, "MalformedXML",
 					      "the request body is too large", NULL);
