@@ -351,8 +351,8 @@ static char *piece_decode(const char *p, size_t len)
 	return pct_decode_dup(p, len, PCT_NO_NUL, NULL);
 }
 
-/* A header name S3 would take from a presigned query: x-amz-*, token
- * characters only; a value without control bytes. */
+/* A header name S3 would take from a presigned query: token characters
+ * only; a value without control bytes. */
 static bool amz_param_ok(const char *name, const char *value)
 {
 	const char *p;
@@ -367,15 +367,26 @@ static bool amz_param_ok(const char *name, const char *value)
 	return true;
 }
 
+/* A query parameter of a presigned SigV2 URL that stands for a header:
+ * x-amz-*, and the Content-Type and Content-MD5 that botocore's SigV2
+ * query signer moves there too (generate_presigned_url("put_object",
+ * Params={..., "ContentType": ...})). */
+static bool v2_header_param(const char *name)
+{
+	return strncasecmp(name, "x-amz-", 6) == 0 || strcasecmp(name, "content-type") == 0 ||
+	       strcasecmp(name, "content-md5") == 0;
+}
+
 /* A presigned Signature Version 2 URL carries the request's x-amz-*
- * headers as query parameters (botocore puts a presigned PUT's Metadata
- * there, e.g. x-amz-meta-fencing-token), and S3 reads them as headers. So
- * does the proxy: before anything judges the request they become headers
- * (which the SigV2 signature covers as such, and where fencing reads the
- * token) and leave the query that is forwarded. Only for SigV2 presigned
- * URLs (AWSAccessKeyId and Signature, no X-Amz-Algorithm): a SigV4 query
- * signs its parameters as parameters. Returns 0, 1 with *why when a
- * parameter cannot be a header or contradicts one, -1 on ENOMEM. */
+ * headers (and Content-Type, Content-MD5) as query parameters (botocore
+ * puts a presigned PUT's Metadata there, e.g. x-amz-meta-fencing-token),
+ * and S3 reads them as headers. So does the proxy: before anything judges
+ * the request they become headers (which the SigV2 signature covers as
+ * such, and where fencing reads the token) and leave the query that is
+ * forwarded. Only for SigV2 presigned URLs (AWSAccessKeyId and Signature,
+ * no X-Amz-Algorithm): a SigV4 query signs its parameters as parameters.
+ * Returns 0, 1 with *why when a parameter cannot be a header or
+ * contradicts one, -1 on ENOMEM. */
 static int hoist_v2_presigned_amz(struct proxy_req *req, const char **why)
 {
 	const char *q = proxy_req_query(req), *s;
@@ -400,20 +411,20 @@ static int hoist_v2_presigned_amz(struct proxy_req *req, const char **why)
 				has_sig |= strcmp(name, "Signature") == 0;
 				if (strcasecmp(name, "X-Amz-Algorithm") == 0)
 					goto none;
-			} else if (strncasecmp(name, "x-amz-", 6) == 0) {
+			} else if (v2_header_param(name)) {
 				const char *have;
 
 				value = eq ? piece_decode(eq + 1, len - nlen - 1) : strdup("");
 				if (!value)
 					goto bad;
 				if (!amz_param_ok(name, value)) {
-					*why = "a presigned x-amz-* parameter is not a valid header";
+					*why = "a presigned header parameter is not a valid header";
 					rc = 1;
 					goto out;
 				}
 				have = proxy_req_header(req, name);
 				if (have && strcmp(have, value) != 0) {
-					*why = "a presigned x-amz-* parameter contradicts a header or "
+					*why = "a presigned header parameter contradicts a header or "
 					       "another parameter of the same name";
 					rc = 1;
 					goto out;

@@ -4,8 +4,10 @@ serves: no --upstream, a data directory, writes to /BUCKET/... fenced by
 lock BUCKET), and unfenced (a config with unrouted_writes: allow): the
 AWS CLI (s3 cp of a 9 MiB file, which is multipart; s3 sync with --delete;
 s3 mv; s3 rm --recursive), boto3 upload_file multipart, s3cmd and rclone
-(their multipart too), and @aws-sdk/lib-storage's Upload (tests/js). The
-token goes as X-Fencing-Token or as fencing-token metadata. Every check
+(their multipart too; s3cmd fenced by header and by metadata; rclone
+copy, sync, lsf, purge unfenced), and @aws-sdk/lib-storage's Upload
+(tests/js). The token goes as X-Fencing-Token or as fencing-token
+metadata. The other clients and operations: test_local_clients2.py. Every check
 looks at the data directory: the bytes on disk, files gone after deletes.
 A client that is missing is a failure (deploy/install-deps.sh test
 installs them). Servers on 127.0.0.1 at run-time ports, stopped by PID.
@@ -21,7 +23,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
-from localgate import acquire, client, disk_keys, lockapi, on_disk  # noqa: E402
+from localgate import (acquire, client, disk_keys, disk_state, lockapi, main_gates,  # noqa: E402
+                       on_disk)
 
 from boto3.s3.transfer import TransferConfig  # noqa: E402
 
@@ -219,6 +222,45 @@ def t_s3cmd_fenced(g, tmp):
     assert disk(g, "s3cmd-bucket", "dir/no.txt") is None
 
 
+def t_s3cmd_fenced_by_metadata(g, tmp):
+    """--add-header=x-amz-meta-fencing-token:N (signed like any x-amz-meta-)
+    fences put and sync; the token is read, not stored; the holder's old
+    token, once the lock moved on, changes nothing."""
+    need("s3cmd")
+    b = "s3cmd-meta"
+    s3cmd(g, tmp, "mb", "s3://" + b)
+    e = acquire(g, b)
+    data = os.urandom(300 * 1024)
+    src = write_file(os.path.join(tmp, "s3cmd-meta.bin"), data)
+    s3cmd(g, tmp, "--add-header=x-amz-meta-fencing-token:%d" % e, "put", src, "s3://%s/m/a.bin" % b)
+    assert disk(g, b, "m/a.bin") == data
+    h = client(g.url).head_object(Bucket=b, Key="m/a.bin")
+    assert "fencing-token" not in h["Metadata"], h["Metadata"]
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-fencing-object-epoch"] == str(e), h
+    tree = os.path.join(tmp, "s3cmd-meta-tree")
+    os.makedirs(os.path.join(tree, "d"))
+    for n in ("one.txt", "d/two.txt"):
+        write_file(os.path.join(tree, n), n.encode() * 20)
+    s3cmd(g, tmp, "--add-header=x-amz-meta-fencing-token:%d" % e, "sync", tree + "/",
+          "s3://%s/sync/" % b)
+    assert disk(g, b, "sync/one.txt") == b"one.txt" * 20
+    assert disk(g, b, "sync/d/two.txt") == b"d/two.txt" * 20
+    # the lock moves on: the old token is stale, the new one writes
+    st, body = lockapi(g, b, "release", epoch=e)
+    assert st == 200, (st, body)
+    e2 = acquire(g, b)
+    before = disk_state(g, b)
+    small = write_file(os.path.join(tmp, "s3cmd-meta.txt"), b"zombie")
+    r = harness.run(["s3cmd", "-c", os.path.join(tmp, "s3cfg"),
+                     "--add-header=x-amz-meta-fencing-token:%d" % e, "put", small,
+                     "s3://%s/m/a.bin" % b], env=env(), timeout=60)
+    assert r.returncode != 0 and "FencingTokenStale" in r.stdout + r.stderr, (r.stdout, r.stderr)
+    assert disk_state(g, b) == before
+    s3cmd(g, tmp, "--add-header=x-amz-meta-fencing-token:%d" % e2, "put", small,
+          "s3://%s/m/a.bin" % b)
+    assert disk(g, b, "m/a.bin") == b"zombie"
+
+
 def t_s3cmd_multipart(g, tmp):
     need("s3cmd")
     s3cmd(g, tmp, "mb", "s3://s3cmd-free")
@@ -272,6 +314,29 @@ def t_rclone(g, tmp):
     assert disk(g, "rclone-bucket", "r/big.bin") is None
 
 
+def t_rclone_unfenced(g, tmp):
+    """copy, sync, lsf and purge with no token (unrouted_writes allow);
+    nothing is stamped."""
+    need("rclone")
+    b = "rclone-free"
+    client(g.url).create_bucket(Bucket=b)
+    tree = os.path.join(tmp, "rutree")
+    os.makedirs(os.path.join(tree, "x"))
+    for n in ("u1.bin", "x/u2.bin"):
+        write_file(os.path.join(tree, n), n.encode() * 100)
+    rclone(g, "copy", tree, "fg:%s/ru" % b)
+    assert disk_keys(g, b) == ["ru/u1.bin", "ru/x/u2.bin"]
+    assert disk(g, b, "ru/x/u2.bin") == b"x/u2.bin" * 100
+    h = client(g.url).head_object(Bucket=b, Key="ru/u1.bin")
+    assert "x-fencing-object-epoch" not in h["ResponseMetadata"]["HTTPHeaders"], h
+    os.remove(os.path.join(tree, "u1.bin"))
+    rclone(g, "sync", tree, "fg:%s/ru" % b)
+    assert disk_keys(g, b) == ["ru/x/u2.bin"]
+    assert sorted(rclone(g, "lsf", "-R", "fg:%s/ru" % b).split()) == ["x/", "x/u2.bin"]
+    rclone(g, "purge", "fg:%s/ru" % b)
+    assert disk_keys(g, b) == []
+
+
 # ---- @aws-sdk/lib-storage -------------------------------------------------
 
 def js(g, op, **args):
@@ -300,42 +365,22 @@ def t_lib_storage(g, tmp):
     assert disk(g, "js-bucket", "lib/nope.bin") is None
 
 
-def main():
-    if not os.path.exists(os.path.join(harness.BIN, "fencegate")):
-        print("test_local_clients: %s/fencegate is not built" % harness.BIN)
-        print("test_local_clients: 0 passed, 1 failed")
-        return 1
-    runner = harness.Runner("test_local_clients")
-    tmp = harness.TempDir("fencegate-clients-")
-    fenced = harness.Fencegate("--access-log", "off")
-    free = harness.Fencegate("--access-log", "off",
-                             config={"mode": "s3", "unrouted_writes": "allow"})
-    try:
-        for name, fn, g in (("aws cli unfenced: cp multipart, sync --delete, mv, rm",
-                             t_aws_cli_unfenced, free),
-                            ("aws cli fenced by metadata", t_aws_cli_fenced, fenced),
-                            ("lock files and data tools: ls, sync, rm --recursive",
-                             t_lock_files_and_tools, fenced),
-                            ("boto3 upload_file multipart, fenced",
-                             lambda g, t: t_boto3_upload_file(g, t, True), fenced),
-                            ("boto3 upload_file multipart, unfenced",
-                             lambda g, t: t_boto3_upload_file(g, t, False), free),
-                            ("s3cmd fenced by header", t_s3cmd_fenced, fenced),
-                            ("s3cmd multipart, unfenced", t_s3cmd_multipart, free),
-                            ("rclone fenced by header, multipart, sync", t_rclone, fenced),
-                            ("lib-storage Upload, fenced", t_lib_storage, fenced)):
-            runner.check(name, fn, g, tmp.path)
-        runner.check("both alive", lambda: None if fenced.alive() and free.alive() else
-                     (_ for _ in ()).throw(AssertionError("fencegate exited")))
-        if runner.failed:
-            print(fenced.stderr()[-3000:])
-            print(free.stderr()[-3000:])
-    finally:
-        fenced.close()
-        free.close()
-        tmp.close()
-    return runner.finish()
+CASES = (("aws cli unfenced: cp multipart, sync --delete, mv, rm", t_aws_cli_unfenced, "free"),
+         ("aws cli fenced by metadata", t_aws_cli_fenced, "fenced"),
+         ("lock files and data tools: ls, sync, rm --recursive", t_lock_files_and_tools,
+          "fenced"),
+         ("boto3 upload_file multipart, fenced", lambda g, t: t_boto3_upload_file(g, t, True),
+          "fenced"),
+         ("boto3 upload_file multipart, unfenced",
+          lambda g, t: t_boto3_upload_file(g, t, False), "free"),
+         ("s3cmd fenced by header", t_s3cmd_fenced, "fenced"),
+         ("s3cmd fenced by metadata: put, sync, stale refused", t_s3cmd_fenced_by_metadata,
+          "fenced"),
+         ("s3cmd multipart, unfenced", t_s3cmd_multipart, "free"),
+         ("rclone fenced by header, multipart, sync", t_rclone, "fenced"),
+         ("rclone unfenced: copy, sync, lsf, purge", t_rclone_unfenced, "free"),
+         ("lib-storage Upload, fenced", t_lib_storage, "fenced"))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_gates("test_local_clients", CASES))

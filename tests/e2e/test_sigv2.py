@@ -6,7 +6,8 @@ generate_presigned_url against a custom endpoint makes a SigV2 URL
 (AWSAccessKeyId, Signature, Expires) by default: opened with urllib and
 curl it answers 200 with the object; expired or tampered it is 403; a
 presigned PUT carries the token as x-amz-meta-fencing-token in its query,
-which is read as the header S3 takes it for. boto3
+which is read as the header S3 takes it for (so is the content-type
+botocore moves there with it). boto3
 with signature_version "s3" (header auth) writes with the token as
 metadata, and a token sent as X-Fencing-Token (which SigV2 cannot sign) is
 refused. s3cmd --signature-v2 puts, gets, lists and deletes. Every refusal
@@ -147,6 +148,22 @@ def t_presigned_writes(g):
     h = g.moto.client().head_object(Bucket=BUCKET, Key="v2/pput-ok")
     assert h["Metadata"].get("fencing-epoch") == str(g.epoch), h["Metadata"]
     assert h["Metadata"].get("note") == "n" and "fencing-token" not in h["Metadata"], h
+    # botocore's SigV2 query signer moves a presigned PUT's ContentType into
+    # the query too (content-type=): read as the header, like x-amz-*; a
+    # client that sends another type is refused, one that sends none is not
+    u = urllib.parse.urlsplit(s3.generate_presigned_url("put_object", Params={
+        "Bucket": BUCKET, "Key": "v2/pput-type", "ContentType": "text/x-v2",
+        "Metadata": {"fencing-token": str(g.epoch)}}, ExpiresIn=300))
+    assert "content-type=text%2Fx-v2" in u.query, u.query
+    st, body = raw(g.port, "PUT", u.path + "?" + u.query, b"typed", {"Content-Type": "text/html"})
+    assert (st, s3_code(body)) in ((403, "SignatureDoesNotMatch"), (400, "InvalidArgument")), \
+        (st, body)
+    assert g.in_moto("v2/pput-type") is None
+    st, body = raw(g.port, "PUT", u.path + "?" + u.query, b"typed")
+    assert st == 200, (st, body)
+    assert g.in_moto("v2/pput-type") == b"typed"
+    h = g.moto.client().head_object(Bucket=BUCKET, Key="v2/pput-type")
+    assert h["ContentType"] == "text/x-v2", h
     # a token below the lock's epoch in the URL (0 when the lock is at 1,
     # which no epoch is): refused, nothing changes
     u = presigned_put(g.epoch - 1, "v2/pput-stale")
