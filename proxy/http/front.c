@@ -634,6 +634,8 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	evbuffer_add_cb(bufferevent_get_output(c->bev), output_cb, c);
 	/* plain TCP: EV_WRITE only for what a write at once leaves (front_io.c) */
 	c->write_armed = s->tls != NULL;
+	if (!s->tls)
+		bufferevent_disable(c->bev, EV_WRITE); /* a new bufferevent has it on */
 	bufferevent_enable(c->bev, s->tls ? EV_READ | EV_WRITE : EV_READ);
 	log_debug("connection from \"%s\"", c->peer);
 	update_accepting(s);
