@@ -86,22 +86,29 @@ static int send_head_lines(struct evbuffer *out, int status, const char *why,
 	return rc;
 }
 
+/* A body nobody asked for is skipped (the connection kept) when at most
+ * this much of it is still to come beyond what is buffered. */
+#define UNASKED_SKIP_MAX (16 * 1024)
+
 /* 1 when the unread rest of the request body is not worth skipping to
  * keep the connection: the rest must be read before a next request. A
  * body nobody asked for (a rejection answered from the head) is skipped
- * only if it came with the head and is already buffered (the buffer holds
- * the head too: at most that much more is read); otherwise the answer
- * closes, with a lingering close, and costs no body reads. Once the body
- * was being read, a known rest up to limits.discard_max is skipped. */
+ * only if it is small and (nearly) all here: it came with the head;
+ * otherwise the answer closes, with a lingering close, and costs no body
+ * reads. Once the body was being read, a known rest up to
+ * limits.discard_max is skipped. */
 static int body_unread_closes(const struct front_conn *c)
 {
 	uint64_t rest;
+	size_t have;
 
 	if (c->chunked || c->content_length < 0)
 		return 1;
 	rest = (uint64_t)c->content_length - c->body_received;
-	if (!c->body_reading)
-		return rest > evbuffer_get_length(bufferevent_get_input(c->bev));
+	if (!c->body_reading) {
+		have = evbuffer_get_length(bufferevent_get_input(c->bev));
+		return rest > have + UNASKED_SKIP_MAX;
+	}
 	return rest > c->srv->lim.discard_max;
 }
 
