@@ -16,7 +16,7 @@
 
 #include <event2/buffer.h>
 
-#define BULK_READ     (64 * 1024)
+#define BULK_READ     ((size_t)64 * 1024)
 #define BULK_ROUNDS   4      /* reads per read event at most (fairness) */
 
 /* 1 while what arrives is consumed at once: a body the proxy asked for

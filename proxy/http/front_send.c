@@ -88,7 +88,7 @@ static int send_head_lines(struct evbuffer *out, int status, const char *why,
 
 /* A body nobody asked for is skipped (the connection kept) when at most
  * this much of it is still to come beyond what is buffered. */
-#define UNASKED_SKIP_MAX (16 * 1024)
+#define UNASKED_SKIP_MAX ((size_t)16 * 1024)
 
 /* 1 when the unread rest of the request body is not worth skipping to
  * keep the connection: the rest must be read before a next request. A

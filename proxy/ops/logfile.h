@@ -18,7 +18,7 @@
 
 #include <event2/event.h>
 
-#define LOGFILES_ACCESS_BUFFER   (64 * 1024)
+#define LOGFILES_ACCESS_BUFFER   ((size_t)64 * 1024)
 #define LOGFILES_ACCESS_FLUSH_MS 100
 
 struct logbuf;
