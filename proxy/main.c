@@ -320,7 +320,7 @@ static int build_handlers(struct runtime *rt, const struct options *o, char *err
 	fc.s3_endpoint = mode == PROXY_MODE_HTTP ? NULL : upstream;
 	fc.region = region;
 	fc.data_dir = upstream ? NULL : data_abs;
-	fc.access_log = rt->logs.access;
+	fc.access_log = &rt->logs;
 	fc.http_mode = mode == PROXY_MODE_HTTP;
 	fc.barrier_timeout_ms = o->barrier_timeout_ms;
 	fc.barrier_grace_ms = o->barrier_grace_ms;
@@ -472,6 +472,10 @@ int main(int argc, char **argv)
 	if (!rt.base) {
 		fprintf(stderr, "fencegate: cannot create the event loop\n");
 		goto fail_early;
+	}
+	if (logfiles_start_flush(&rt.logs, rt.base) < 0) {
+		fprintf(stderr, "fencegate: cannot start the access log's flush timer\n");
+		goto fail;
 	}
 	/* before the first listener: a signal must never find its default
 	 * action (SIGUSR1's would kill the daemon) */

@@ -19,6 +19,7 @@
 
 #include "ops/accesslog.h"
 #include "ops/log.h"
+#include "ops/logfile.h"
 #include "policy/policy.h"
 #include "wire/s3err.h"
 
@@ -369,7 +370,7 @@ static void write_log(struct fencing *f, const struct proxy_summary *s, const ch
 		metrics_add(f->metrics->requests,
 			    (const char *[]){ metrics_method_label(s->method),
 					      verdict ? verdict : "other" }, 1);
-	if (!f->access_log)
+	if (!f->access_log || !f->access_log->access)
 		return;
 	proxy_summary_log_entry(s, &e);
 	e.time_ms = t_ms;
@@ -382,8 +383,7 @@ static void write_log(struct fencing *f, const struct proxy_summary *s, const ch
 	e.verdict = verdict;
 	line = accesslog_format(&e, &len);
 	if (line) {
-		fwrite(line, 1, len, f->access_log);
-		fflush(f->access_log);
+		logfiles_access_write(f->access_log, line, len);
 		free(line);
 	}
 }

@@ -32,6 +32,8 @@
 
 struct fencing;
 
+struct logfiles;
+
 struct fencing_config {
 	struct lockreg *locks;
 	struct jobs *jobs;
@@ -45,7 +47,8 @@ struct fencing_config {
 	size_t objcache_capacity;       /* 0: 100000 */
 	size_t multipart_capacity;      /* uploads remembered; 0: 10000 */
 	int max_cas_retries;            /* re-sends after a lost race; 0: 3 */
-	FILE *access_log;               /* one JSON line per request; NULL: none */
+	struct logfiles *access_log;    /* one JSON line per request (buffered by
+					 * logfiles); NULL or none open: none */
 	/* HTTP mode (any HTTP API downstream): no buckets, no object CAS, JSON
 	 * errors, the lock from the policy's route or X-Fencing-Lock (the
 	 * registry's lock_store without a config), the epoch barrier */

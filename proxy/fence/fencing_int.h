@@ -42,7 +42,7 @@ struct fencing {
 	struct objcache *objects;
 	struct multipart_table *uploads;
 	int max_cas_retries;
-	FILE *access_log;
+	struct logfiles *access_log;
 	struct tstore *tstores;        /* nthreads rows of TSTORES_PER_THREAD */
 	unsigned long upstream_count;
 	/* HTTP mode */

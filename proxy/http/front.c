@@ -384,6 +384,7 @@ static int conn_settle(struct front_conn *c)
 		conn_free(c, c->dead_why);
 		return -1;
 	}
+	fconn_flush(c);
 	if (c->state == CONN_CLOSING && fconn_outlen(c) == 0) {
 		int fd = bufferevent_getfd(c->bev);
 
@@ -486,11 +487,18 @@ static void conn_kick_cb(evutil_socket_t fd, short ev, void *arg)
 	conn_settle(c);
 }
 
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg);
+
 static void conn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct front_conn *c = arg;
+	short what = 0;
 
 	conn_process(c);
+	if (fconn_read_bulk(c, conn_process, &what) < 0) {
+		conn_event_cb(bev, what, c);
+		return;
+	}
 	conn_settle(c);
 }
 
@@ -551,6 +559,9 @@ static void output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 
 	if (info->n_deleted)
 		c->t_write = front_now_ms();
+	/* plain TCP writes in conn_settle, reached through the kick */
+	if (info->n_added && !c->write_armed)
+		fconn_kick(c);
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -621,7 +632,11 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	bufferevent_setwatermark(c->bev, EV_READ, 0, s->lim.input_buffer);
 	bufferevent_setwatermark(c->bev, EV_WRITE, s->lim.output_buffer / 2, 0);
 	evbuffer_add_cb(bufferevent_get_output(c->bev), output_cb, c);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	/* plain TCP: EV_WRITE only for what a write at once leaves (front_io.c) */
+	c->write_armed = s->tls != NULL;
+	if (!s->tls)
+		bufferevent_disable(c->bev, EV_WRITE); /* a new bufferevent has it on */
+	bufferevent_enable(c->bev, s->tls ? EV_READ | EV_WRITE : EV_READ);
 	log_debug("connection from \"%s\"", c->peer);
 	update_accepting(s);
 	conn_settle(c);

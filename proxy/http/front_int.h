@@ -1,7 +1,8 @@
 /* front_int.h — what the front end's connection files share (front.c:
  * connections, timeouts, accepting, the server; front_send.c: the writes
- * the proxy asks for): the connection and server structs and the helpers
- * both call. Internal to proxy/http/front*.c. */
+ * the proxy asks for; front_io.c: large reads and immediate writes on
+ * plain TCP): the connection and server structs and the helpers they
+ * call. Internal to proxy/http/front*.c. */
 #ifndef FENCE_FRONT_INT_H
 #define FENCE_FRONT_INT_H
 
@@ -75,6 +76,8 @@ struct front_conn {
 	int64_t resp_sent;
 	int want_drain;
 
+	int write_armed;      /* plain TCP: EV_WRITE enabled for output the
+			       * socket did not take at once (TLS: always on) */
 	int eof;              /* the client shut its write side */
 	int dead;             /* free at the next settle */
 	enum front_abort dead_why;
@@ -103,5 +106,17 @@ void fconn_touch_write(struct front_conn *c);
 void fconn_next_request(struct front_conn *c);
 /* Starts the body's minimum-rate clock. */
 void fconn_body_clock_start(struct front_conn *c);
+
+/* Plain TCP, after libevent's read: while c consumes its input at once
+ * (a body it reads or skips, input dropped before a close), reads on in
+ * pieces of up to 64 KiB within the input buffer's cap, calling process
+ * after each. Returns 0, or -1 at EOF or on a read error with *what set
+ * for the event callback (reading is then disabled). No-op on TLS. */
+int fconn_read_bulk(struct front_conn *c, void (*process)(struct front_conn *c), short *what);
+
+/* Plain TCP: writes queued output now unless libevent is already waiting
+ * to write; arms EV_WRITE for what the socket did not take, disarms it
+ * once the output is empty. No-op on TLS. */
+void fconn_flush(struct front_conn *c);
 
 #endif

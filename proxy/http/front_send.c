@@ -86,6 +86,32 @@ static int send_head_lines(struct evbuffer *out, int status, const char *why,
 	return rc;
 }
 
+/* A body nobody asked for is skipped (the connection kept) when at most
+ * this much of it is still to come beyond what is buffered. */
+#define UNASKED_SKIP_MAX ((size_t)16 * 1024)
+
+/* 1 when the unread rest of the request body is not worth skipping to
+ * keep the connection: the rest must be read before a next request. A
+ * body nobody asked for (a rejection answered from the head) is skipped
+ * only if it is small and (nearly) all here: it came with the head;
+ * otherwise the answer closes, with a lingering close, and costs no body
+ * reads. Once the body was being read, a known rest up to
+ * limits.discard_max is skipped. */
+static int body_unread_closes(const struct front_conn *c)
+{
+	uint64_t rest;
+	size_t have;
+
+	if (c->chunked || c->content_length < 0)
+		return 1;
+	rest = (uint64_t)c->content_length - c->body_received;
+	if (!c->body_reading) {
+		have = evbuffer_get_length(bufferevent_get_input(c->bev));
+		return rest > have + UNASKED_SKIP_MAX;
+	}
+	return rest > c->srv->lim.discard_max;
+}
+
 int front_conn_send_head(struct front_conn *c, int status, const char *reason,
 			 const struct front_hdrs *hdrs, int64_t content_length,
 			 int no_body, int force_close)
@@ -101,13 +127,8 @@ int front_conn_send_head(struct front_conn *c, int status, const char *reason,
 	 * next response on this connection; start afresh */
 	if (c->expect_continue && !c->continue_sent)
 		close_it = 1;
-	if (!c->body_done && c->has_body) {
-		/* the rest of the body must be read before the next request:
-		 * only small known remainders are worth skipping */
-		if (c->chunked || c->content_length < 0 ||
-			 (uint64_t)c->content_length - c->body_received > c->srv->lim.discard_max)
-			close_it = 1;
-	}
+	if (!c->body_done && c->has_body && body_unread_closes(c))
+		close_it = 1;
 	c->resp_started = 1;
 	c->resp_no_body = no_body;
 	c->resp_length = content_length;

@@ -5,6 +5,7 @@
  * no line is lost or split between files. It never renames, truncates or
  * deletes a file: rotation is logrotate's job. */
 #include "logfile.h"
+#include "logbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +57,8 @@ int logfiles_open(struct logfiles *lf, const char *access, const char *error,
 		if (!(lf->access = fdopen(fd, "a")))
 			goto nomem;
 		fd = -1; /* the stream owns it */
+		if (!(lf->access_buf = logbuf_new(fileno(lf->access), LOGFILES_ACCESS_BUFFER)))
+			goto nomem;
 	}
 	/* the error log last: a failure above is still printed where the
 	 * operator started the daemon */
@@ -87,7 +90,9 @@ int logfiles_reopen(struct logfiles *lf, char *err, size_t errlen)
 			reopened++;
 	}
 	if (lf->access_path && lf->access) {
-		fflush(lf->access); /* what was written so far belongs to the old file */
+		/* what was written so far belongs to the old file */
+		logfiles_flush(lf);
+		fflush(lf->access);
 		if (point_at(lf->access_path, fileno(lf->access), O_CLOEXEC, "access log",
 			     why, sizeof(why)) < 0) {
 			if (!failed)
@@ -100,8 +105,33 @@ int logfiles_reopen(struct logfiles *lf, char *err, size_t errlen)
 	return failed ? -1 : reopened;
 }
 
+int logfiles_start_flush(struct logfiles *lf, struct event_base *base)
+{
+	if (!lf->access_buf)
+		return 0;
+	return logbuf_start_timer(lf->access_buf, base, LOGFILES_ACCESS_FLUSH_MS);
+}
+
+void logfiles_access_write(struct logfiles *lf, const char *line, size_t len)
+{
+	if (lf->access_buf) {
+		logbuf_add(lf->access_buf, line, len);
+	} else if (lf->access) {
+		fwrite(line, 1, len, lf->access);
+		fflush(lf->access);
+	}
+}
+
+void logfiles_flush(struct logfiles *lf)
+{
+	if (lf->access_buf)
+		logbuf_flush(lf->access_buf);
+}
+
 void logfiles_close(struct logfiles *lf)
 {
+	logbuf_free(lf->access_buf); /* flushes: no line is lost at exit */
+	lf->access_buf = NULL;
 	if (lf->access && lf->access != stderr)
 		fclose(lf->access);
 	lf->access = NULL;

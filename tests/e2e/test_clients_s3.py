@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -87,7 +88,10 @@ class Setup:
         return "locks/%s/lock-%010d.json" % (FBUCKET, epoch or self.epoch)
 
     def requests(self):
-        """(method, query, status) of every request FENCED logged so far."""
+        """(method, query, status) of every request FENCED logged so far
+        (the access log file is buffered: lines of requests already answered
+        arrive within 100 ms)."""
+        time.sleep(0.25)
         with open(self.access_log) as f:
             return [(e["method"], e["query"], e["status"])
                     for e in map(json.loads, filter(None, f.read().splitlines()))]

@@ -746,6 +746,89 @@ def test_one_upstream_request_per_write(moto):
         counter.close()
 
 
+def raw_put_answer(port, path, headers, body_len, send_body=True):
+    """Sends a PUT head with Content-Length body_len (and, from a thread,
+    the body, as a client that does not wait would), reads until the proxy
+    closes; returns (status line, head, whole answer)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    head = "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n" \
+           "Content-Length: %d\r\n%s\r\n" % (path, body_len, "".join(
+               "%s: %s\r\n" % kv for kv in headers.items()))
+
+    def send():
+        try:
+            s.sendall(head.encode() + (b"z" * body_len if send_body else b""))
+        except OSError:
+            pass
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except OSError as e:
+        data += ("<%s>" % e.__class__.__name__).encode()
+    finally:
+        t.join(10)
+        s.close()
+    hd = data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    return hd.split("\r\n", 1)[0], hd.lower(), data
+
+
+def test_rejection_reads_no_body(moto):
+    """A 1 MiB write refused from its head (stale token, no token) is
+    answered at once and closes (lingering: the client reads the answer,
+    no reset), nothing goes upstream and storage keeps its object; with
+    Expect: 100-continue the refusal comes without 100 Continue."""
+    b = "fence-bigreject"
+    moto.create_bucket(b)
+    counter = CountingProxy(moto.port)
+    g = Gate("--upstream", counter.url, "--access-log", "off", "--lock-refresh", "3600s")
+    try:
+        e1 = acquire(g.port, b, "big1")
+        release(g.port, b, e1)
+        e2 = acquire(g.port, b, "big2")
+        st, h, d = req(g.port, "PUT", "/%s/k" % b, b"kept", {"X-Fencing-Token": str(e2)})
+        expect(st == 200, "current write: %s %s" % (st, d))
+        mib = 1024 * 1024
+        cases = [("stale", {"X-Fencing-Token": str(e1)}, True, "409", b"FencingTokenStale"),
+                 ("no token", {}, True, "428", b"FencingTokenMissing"),
+                 ("stale, 100-continue", {"X-Fencing-Token": str(e1),
+                                          "Expect": "100-continue"}, False, "409",
+                  b"FencingTokenStale")]
+        for name, hdrs, send_body, status, code in cases:
+            counter.reset()
+            line, hd, data = raw_put_answer(g.port, "/%s/k" % b, hdrs, mib, send_body)
+            expect(line.split(" ")[1:2] == [status] and code in data,
+                   "%s: answer %r" % (name, data[:300]))
+            expect("connection: close" in hd, "%s: the answer closes: %r" % (name, hd))
+            expect(b"100 Continue" not in data, "%s: no 100 Continue" % name)
+            expect(b"<ConnectionResetError>" not in data, "%s: reset" % name)
+            expect(counter.count() == 0, "%s: upstream requests: %s" % (name, counter.lines))
+        body, meta = moto_body(moto, b, "k")
+        expect(body == b"kept", "storage unchanged: %r" % body)
+        # a small refused body that came with its head is skipped, and the
+        # connection stays open
+        c = http.client.HTTPConnection("127.0.0.1", g.port, timeout=10)
+        try:
+            for _ in range(2):
+                c.request("PUT", "/%s/k" % b, body=b"small",
+                          headers={"X-Fencing-Token": str(e1)})
+                r = c.getresponse()
+                r.read()
+                expect(r.status == 409 and r.getheader("Connection") != "close",
+                       "small stale body: %s %s" % (r.status, r.getheaders()))
+        finally:
+            c.close()
+        expect(counter.count() == 0, "upstream requests: %s" % counter.lines)
+    finally:
+        g.close()
+        counter.close()
+
+
 def test_access_log(moto):
     b = "fence-log"
     moto.create_bucket(b)
@@ -869,6 +952,8 @@ def main():
                     test_aws_cli, moto, gate)
             r.check("steady state: one upstream request per write",
                     test_one_upstream_request_per_write, moto)
+            r.check("a refused 1 MiB write: answered at once, closed, nothing upstream",
+                    test_rejection_reads_no_body, moto)
             r.check("access log lines", test_access_log, moto)
             r.check("clients leaving while their request is suspended",
                     test_client_gone_while_suspended, moto)

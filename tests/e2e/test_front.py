@@ -435,6 +435,34 @@ def test_pipelined_in_order(g):
         s.close()
 
 
+def test_pipelined_large_bodies(g):
+    """Bodies read in large pieces (up to 64 KiB at a time) end where they
+    end: three PUTs of 300 KiB, 1 byte and 70 KiB and a GET, pipelined in
+    one send, each answered in order with what was stored."""
+    bodies = [bytes(range(256)) * 1200, b"z", os.urandom(70 * 1024)]
+    raw = b""
+    for i, body in enumerate(bodies):
+        raw += (b"PUT /%s/big-%d HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n"
+                % (FRONT_BUCKET.encode(), i, token_header(FRONT_TOKEN[0]), len(body))) + body
+    raw += b"GET /%s/big-2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % \
+        FRONT_BUCKET.encode()
+    s = connect(g.port, timeout=15)
+    try:
+        sender = threading.Thread(target=s.sendall, args=(raw,), daemon=True)
+        sender.start()
+        r = Reader(s)
+        got = [r.response() for _ in range(4)]
+        sender.join(10)
+        assert [x[0] for x in got] == [200, 200, 200, 200], [(x[0], x[2][:200]) for x in got]
+        assert got[3][2] == bodies[2], "the 70 KiB object came back changed"
+        for i, body in enumerate(bodies[:2]):
+            st, _, data, _ = request(g.port, b"GET /%s/big-%d HTTP/1.1\r\nHost: x\r\n"
+                                     b"Connection: close\r\n\r\n" % (FRONT_BUCKET.encode(), i))
+            assert st == 200 and data == body, (i, st, len(data))
+    finally:
+        s.close()
+
+
 def test_keepalive_and_discard(g):
     """A rejected request with a small body keeps the connection usable."""
     s = connect(g.port)
@@ -855,6 +883,8 @@ def main():
         r.check("header count/size -> 431, url -> 414", test_limits, g)
         r.check("slowloris -> 408 and close", test_slowloris, g)
         r.check("pipelined requests answered in order", test_pipelined_in_order, g)
+        r.check("pipelined large bodies read in large pieces, in order",
+                test_pipelined_large_bodies, g)
         r.check("keep-alive after a small unread body", test_keepalive_and_discard, g)
         r.check("no 100-continue for an early reply", test_expect_rejected_early, g)
         r.check("daemon still healthy", health_ok, g.port)

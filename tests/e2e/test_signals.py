@@ -9,11 +9,16 @@ alive. A reopen that fails (the path is now a directory) is logged and the
 daemon keeps writing to the old file. With no log files (access log on
 stderr), SIGUSR1 changes nothing and does not kill the daemon (it used to:
 exit 138). Both the config keys (log.access_log, log.error_log) and the
-flags (--access-log, --error-log, relative paths) are covered."""
+flags (--access-log, --error-log, relative paths) are covered. The access
+log file is buffered (64 KiB, 100 ms): a line shows within a second, and
+every line of a burst is in the file, whole, after a SIGUSR1 (in the old
+file) and after SIGTERM."""
+import http.client
 import json
 import os
 import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
@@ -99,6 +104,53 @@ def test_flags():
         cwd.close()
 
 
+def burst(g, marker, n):
+    """n 404 GETs of /MARKER-i over one keep-alive connection."""
+    c = http.client.HTTPConnection("127.0.0.1", g.port, timeout=10)
+    try:
+        for i in range(n):
+            c.request("GET", "/%s-%d" % (marker, i))
+            r = c.getresponse()
+            r.read()
+            assert r.status == 404, r.status
+    finally:
+        c.close()
+
+
+def paths_in(path, marker):
+    """The marker's request paths in the access log at path; every line
+    must be a whole JSON object."""
+    return sorted(e["path"] for e in access_lines(path) if marker in e["path"])
+
+
+def test_buffered_access_log():
+    tmp = harness.TempDir()
+    access = os.path.join(tmp.path, "access.log")
+    g = harness.Fencegate(config={"log": {"access_log": access}})
+    try:
+        t0 = time.monotonic()
+        status, _ = g.get("/soon-1")
+        assert status == 404, status
+        harness.wait_for("the line within 1 s", lambda: paths_in(access, "soon-"), timeout=1.0)
+        assert time.monotonic() - t0 < 1.5
+        want = sorted("/rot-%d" % i for i in range(300))
+        burst(g, "rot", 300)
+        os.rename(access, access + ".1")
+        g.proc.send_signal(signal.SIGUSR1)
+        harness.wait_for("reopened", lambda: '"1" log files reopened' in g.stderr())
+        assert paths_in(access + ".1", "rot-") == want, "lines lost at the reopen"
+        burst(g, "end", 300)
+    finally:
+        rc = g.close()
+    try:
+        assert rc == 0, rc
+        assert paths_in(access, "end-") == sorted("/end-%d" % i for i in range(300)), \
+            "lines lost at SIGTERM"
+        assert not paths_in(access, "rot-"), "old lines in the new file"
+    finally:
+        tmp.close()
+
+
 def main():
     r = harness.Runner("e2e signals")
     tmp = harness.TempDir()
@@ -120,6 +172,8 @@ def main():
     r.check("SIGUSR1 with no log files: nothing reopened, daemon alive",
             test_no_log_files)
     r.check("--access-log/--error-log flags: reopened too", test_flags)
+    r.check("buffered access log: soon visible, nothing lost at USR1 or TERM",
+            test_buffered_access_log)
     return r.finish()
 
 
