@@ -487,6 +487,7 @@ static enum proxy_action list_locks(struct lockapi *api, struct proxy_req *req)
 	cJSON *o = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(o, "locks");
 
+	lockreg_adopt_shared(api->locks); /* the locks other workers know */
 	for (struct lockreg_entry *e = lockreg_first(api->locks); e; e = e->next) {
 		cJSON *l = cJSON_CreateObject();
 
@@ -497,6 +498,10 @@ static enum proxy_action list_locks(struct lockapi *api, struct proxy_req *req)
 			cJSON_AddNumberToObject(l, "epoch", (double)e->high_water);
 			cJSON_AddStringToObject(l, "state", lock_state_name(e->state));
 			cJSON_AddStringToObject(l, "holder", e->holder);
+		} else if (e->mark && e->high_water) { /* known from another worker */
+			cJSON_AddNumberToObject(l, "epoch", (double)e->high_water);
+			cJSON_AddStringToObject(l, "state", "unknown");
+			cJSON_AddNullToObject(l, "holder");
 		} else {
 			cJSON_AddNullToObject(l, "epoch");
 			cJSON_AddStringToObject(l, "state", "unknown");

@@ -39,9 +39,11 @@ enum proxy_action lockapi_metrics_page(struct lockapi *api, struct proxy_req *re
 
 	if (!api->metrics)
 		return lockapi_reply_err(req, 404, "NoSuchFenceEndpoint", "metrics are off");
-	if (api->fencing)
+	if (api->fencing && !api->metrics->collect)
 		fencing_update_metrics(api->fencing);
-	if (api->proxy) {
+	if (api->metrics->collect) {
+		api->metrics->collect(api->metrics, api->metrics->collect_arg);
+	} else if (api->proxy) {
 		size_t open;
 		unsigned long long accepted;
 

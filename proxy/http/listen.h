@@ -37,6 +37,11 @@ int listen_set_add(struct listen_set *ls, const char *addr, char *err, size_t er
  * unless a backoff is running). */
 void listen_set_full(struct listen_set *ls, int full);
 
+/* on: the sockets listen_set_add binds from now on set SO_REUSEPORT, so
+ * several event loops (each its own set) listen on one address and the
+ * kernel spreads new connections over them. Off by default. */
+void listen_set_reuse_port(struct listen_set *ls, int on);
+
 /* Closes every listener for good (drain). The set stays valid. */
 void listen_set_close(struct listen_set *ls);
 
