@@ -193,6 +193,8 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct runtime *rt = arg;
 
+	if (sig != SIGUSR1 && !rt->workers) /* not built yet, or freed after a failed start */
+		return;
 	if (sig == SIGHUP) {
 		reload(rt);
 		return;

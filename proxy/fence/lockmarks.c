@@ -15,6 +15,7 @@
 
 struct lockmark {
 	_Atomic uint64_t epoch;
+	_Atomic int store_tested;
 	struct lockmark *next;      /* hash chain, under the table's mutex */
 	char name[LOCK_NAME_MAX + 1];
 };
@@ -86,6 +87,7 @@ struct lockmark *lockmarks_get(struct lockmarks *t, const char *name)
 	if (!m)
 		goto out;
 	atomic_init(&m->epoch, 0);
+	atomic_init(&m->store_tested, 0);
 	strcpy(m->name, name); /* length checked above */
 	m->next = t->table[h];
 	t->table[h] = m;
@@ -114,6 +116,18 @@ uint64_t lockmark_read(const struct lockmark *m)
 	if (!m)
 		return 0;
 	return atomic_load_explicit(&((struct lockmark *)m)->epoch, memory_order_acquire);
+}
+
+int lockmark_store_tested(const struct lockmark *m)
+{
+	return m && atomic_load_explicit(&((struct lockmark *)m)->store_tested,
+					 memory_order_acquire);
+}
+
+void lockmark_set_store_tested(struct lockmark *m)
+{
+	if (m)
+		atomic_store_explicit(&m->store_tested, 1, memory_order_release);
 }
 
 char **lockmarks_names(struct lockmarks *t, size_t *n)

@@ -38,6 +38,12 @@ uint64_t lockmark_raise(struct lockmark *m, uint64_t epoch);
 /* The mark now; 0 for NULL. */
 uint64_t lockmark_read(const struct lockmark *m);
 
+/* Whether the lock's store passed the backend self-test in some worker
+ * (lock_check_store: one probe per lock and process, not per worker); 0
+ * for NULL. */
+int lockmark_store_tested(const struct lockmark *m);
+void lockmark_set_store_tested(struct lockmark *m); /* accepts NULL */
+
 /* Names in the table. */
 size_t lockmarks_count(struct lockmarks *t);
 

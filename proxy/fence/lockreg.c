@@ -646,10 +646,12 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 		j->no_bucket = io->no_bucket;
 		return;
 	}
-	if (e->reg->self_test && !e->tested) {
+	if (e->reg->self_test && !e->tested && !lockmark_store_tested(e->mark)) {
 		j->code = lock_check_store(io->st, LOCKREG_PROBE_PREFIX, j->err, sizeof(j->err));
-		if (j->code == LOCK_OK)
+		if (j->code == LOCK_OK) {
 			e->tested = true; /* worker-side flag: only jobs of e touch it */
+			lockmark_set_store_tested(e->mark); /* and for the other workers */
+		}
 	}
 	if (j->code == LOCK_OK)
 		j->code = lock_status(io->lk, &j->info, j->err, sizeof(j->err));
