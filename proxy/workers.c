@@ -17,6 +17,7 @@
 #include "fence/fencing.h"
 #include "fence/lockapi.h"
 #include "fence/lockreg.h"
+#include "http/listen.h"
 #include "local/s3local.h"
 #include "ops/log.h"
 #include "s3/authz.h"
@@ -449,6 +450,13 @@ struct workers *workers_new(int n, struct event_base *base0, const struct worker
 	ws->sh = sh;
 	pthread_mutex_init(&ws->mu, NULL);
 	ws->drained_ev = event_new(base0, -1, 0, all_drained_cb, ws);
+	for (size_t j = 0; n > 1 && j < pol->nlisten; j++) {
+		/* SO_REUSEPORT would let our sockets join another process's */
+		if (listen_addr_free(pol->listen[j].addr, err, errlen) < 0) {
+			workers_free(ws);
+			return NULL;
+		}
+	}
 	if (n > 1) {
 		cfg.limits.reuse_port = 1;
 		/* each loop its share of the connection limit (0: none) */

@@ -22,7 +22,9 @@ of two workers has probability 2^-(N-1)); the assertions are on storage
   bodies half sent) all complete with 200 and land in storage; the process
   exits 0.
 - Metrics report process totals: the accepted-connections counter counts
-  every connection, whichever worker serves the scrape."""
+  every connection, whichever worker serves the scrape.
+- A second fencegate on the same address exits 1 (SO_REUSEPORT would have
+  let it share the port silently)."""
 import http.client
 import json
 import os
@@ -215,6 +217,23 @@ def test_metrics_are_process_totals():
         assert g.close() == 0
 
 
+def test_address_in_use():
+    """SO_REUSEPORT must not let a second fencegate join the first one's
+    address (the kernel would spread connections over both processes)."""
+    g = harness.Fencegate("--workers", "2", "--access-log", "off")
+    tmp = harness.TempDir()
+    try:
+        for workers in ("2", "1"):
+            r = harness.run([os.path.join(harness.BIN, "fencegate"), "--listen",
+                             "127.0.0.1:%d" % g.port, "--data", tmp.path, "--workers", workers,
+                             "--access-log", "off"], timeout=20)
+            assert r.returncode == 1 and "Address already in use" in r.stderr, (workers, r)
+        assert g.get("/_fence/health")[0] == 200
+    finally:
+        tmp.close()
+        assert g.close() == 0
+
+
 def main():
     r = harness.Runner("workers")
     r.check("take-over: stale tokens refused on every worker, storage keeps the new "
@@ -224,6 +243,7 @@ def main():
     r.check("drain: SIGTERM finishes uploads in flight on every worker",
             test_drain_every_worker)
     r.check("metrics: process totals whichever worker scrapes", test_metrics_are_process_totals)
+    r.check("a second process cannot join the listening address", test_address_in_use)
     return r.finish()
 
 
