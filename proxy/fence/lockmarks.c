@@ -15,6 +15,7 @@
 
 struct lockmark {
 	_Atomic uint64_t epoch;
+	_Atomic uint64_t released;  /* the highest epoch known released */
 	_Atomic int store_tested;
 	struct lockmark *next;      /* hash chain, under the table's mutex */
 	char name[LOCK_NAME_MAX + 1];
@@ -87,6 +88,7 @@ struct lockmark *lockmarks_get(struct lockmarks *t, const char *name)
 	if (!m)
 		goto out;
 	atomic_init(&m->epoch, 0);
+	atomic_init(&m->released, 0);
 	atomic_init(&m->store_tested, 0);
 	strcpy(m->name, name); /* length checked above */
 	m->next = t->table[h];
@@ -97,18 +99,34 @@ out:
 	return m;
 }
 
+/* *a = max(*a, v), atomically; returns the value after. */
+static uint64_t atomic_max(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(a, memory_order_acquire);
+
+	while (cur < v &&
+	       !atomic_compare_exchange_weak_explicit(a, &cur, v, memory_order_acq_rel,
+						      memory_order_acquire))
+		; /* cur now holds what another thread stored: try again if still lower */
+	return cur > v ? cur : v;
+}
+
 uint64_t lockmark_raise(struct lockmark *m, uint64_t epoch)
 {
-	uint64_t cur;
+	return m ? atomic_max(&m->epoch, epoch) : epoch;
+}
 
+void lockmark_note_released(struct lockmark *m, uint64_t epoch)
+{
+	if (m)
+		atomic_max(&m->released, epoch);
+}
+
+uint64_t lockmark_released(const struct lockmark *m)
+{
 	if (!m)
-		return epoch;
-	cur = atomic_load_explicit(&m->epoch, memory_order_acquire);
-	while (cur < epoch &&
-	       !atomic_compare_exchange_weak_explicit(&m->epoch, &cur, epoch,
-						      memory_order_acq_rel, memory_order_acquire))
-		; /* cur now holds what another thread stored: try again if still lower */
-	return cur > epoch ? cur : epoch;
+		return 0;
+	return atomic_load_explicit(&((struct lockmark *)m)->released, memory_order_acquire);
 }
 
 uint64_t lockmark_read(const struct lockmark *m)

@@ -3,9 +3,10 @@
  *
  * Each worker keeps its own lock registry (lockreg.h: loads, freshness,
  * lease state, as an independent replica would); what they share is only
- * the mark, so that a newer epoch learned by one worker (an acquire through
- * its lock API, a load, a write with a newer token) rejects stale writes on
- * every worker at once. Epochs only go up, so a mark is one _Atomic
+ * the mark (and the highest epoch known released), so that a newer epoch
+ * learned by one worker (an acquire through its lock API, a load, a write
+ * with a newer token) or a release it served rejects stale writes on every
+ * worker at once. Epochs only go up, so a mark is one _Atomic
  * uint64_t updated by an atomic max: no lock on the hot path. A mutex
  * guards only the name table (a mark is created once per lock name and
  * never moves or goes away until lockmarks_free). Thread-safe throughout. */
@@ -37,6 +38,13 @@ uint64_t lockmark_raise(struct lockmark *m, uint64_t epoch);
 
 /* The mark now; 0 for NULL. */
 uint64_t lockmark_read(const struct lockmark *m);
+
+/* The highest epoch some worker knows released (it served the release, or
+ * loaded the released lock file): released = max(released, epoch), and
+ * the value now; 0 for NULL. A worker refuses writes under an epoch any
+ * worker knows released, as one process would. */
+void lockmark_note_released(struct lockmark *m, uint64_t epoch); /* accepts NULL */
+uint64_t lockmark_released(const struct lockmark *m);
 
 /* Whether the lock's store passed the backend self-test in some worker
  * (lock_check_store: one probe per lock and process, not per worker); 0

@@ -168,6 +168,8 @@ int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
 	}
 	if (state == LOCK_STATE_RELEASED && epoch > e->released_epoch)
 		e->released_epoch = epoch;
+	if (state == LOCK_STATE_RELEASED)
+		lockmark_note_released(e->mark, epoch); /* for the other workers */
 	return raised;
 }
 
@@ -181,7 +183,7 @@ uint64_t lockreg_high_water(const struct lockreg_entry *e)
 
 int lockreg_epoch_released(const struct lockreg_entry *e, uint64_t epoch)
 {
-	return epoch != 0 && e->released_epoch == epoch;
+	return epoch != 0 && (e->released_epoch == epoch || lockmark_released(e->mark) == epoch);
 }
 
 int lockreg_epoch_lapsed(const struct lockreg_entry *e, uint64_t epoch, int64_t now_ms)

@@ -152,7 +152,8 @@ int lockreg_raise(struct lockreg_entry *e, uint64_t epoch);
  * read e->high_water directly (as of its last lookup). */
 uint64_t lockreg_high_water(const struct lockreg_entry *e);
 
-/* 1 if epoch is known to be released (its file is "expired"). */
+/* 1 if epoch is known to be released (its file is "expired"), here or by
+ * another worker (the shared mark). */
 int lockreg_epoch_released(const struct lockreg_entry *e, uint64_t epoch);
 
 /* 1 if epoch's lease is known to have lapsed at now_ms (Unix ms). */

@@ -2,7 +2,7 @@
  * a name is one mark, the table is bounded, and an atomic max raced by
  * threads ends at the highest epoch any of them offered and never goes
  * down while they race; two registries (two workers) sharing a table see
- * each other's newer epochs. */
+ * each other's newer epochs and released ones. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,6 +138,13 @@ static void test_registries_share_marks(void **state)
 	assert_int_equal(ea->high_water, 9);
 	assert_int_equal(lockreg_raise(ea, 8), 0);      /* never down */
 	assert_int_equal(lockmark_read(lockmarks_get(t, "orders")), 9);
+	/* a release one worker served is known to the other at once */
+	assert_false(lockreg_epoch_released(ea, 9));
+	lockreg_note(eb, 9, LOCK_STATE_RELEASED, 0, "w2", 0);
+	assert_true(lockreg_epoch_released(ea, 9));
+	assert_false(lockreg_epoch_released(ea, 7));
+	lockmark_note_released(lockmarks_get(t, "orders"), 4); /* never down */
+	assert_int_equal(lockmark_released(lockmarks_get(t, "orders")), 9);
 	lockreg_free(a);
 	lockreg_free(b);
 	lockmarks_free(t);
