@@ -67,6 +67,7 @@ struct workers {
 	void (*drain_done)(void *arg);
 	void *drain_arg;
 	struct event *drained_ev;     /* on worker 0's loop */
+	struct lockapi_fleet fleet;   /* every worker's self-test outcome */
 };
 
 /* Every response, by status (fencegate_responses_total). */
@@ -238,6 +239,8 @@ static int worker_build(struct worker *w, struct policy *pol, struct proxy_confi
 	ac.fencing = w->fencing;
 	ac.metrics = sh->metrics;
 	self_test_config(w, pol, data_abs, &ac, url, sizeof(url));
+	if (w->set->fleet.needed > 1)
+		ac.fleet = &w->set->fleet;
 	w->authz = authz_new(&(struct authz_config){ mode, sh->metrics, log_refusal, w });
 	if (!w->authz)
 		goto nomem;
@@ -448,6 +451,7 @@ struct workers *workers_new(int n, struct event_base *base0, const struct worker
 		return NULL;
 	}
 	ws->sh = sh;
+	ws->fleet.needed = n;
 	pthread_mutex_init(&ws->mu, NULL);
 	ws->drained_ev = event_new(base0, -1, 0, all_drained_cb, ws);
 	for (size_t j = 0; n > 1 && j < pol->nlisten; j++) {

@@ -620,6 +620,7 @@ struct lockapi *lockapi_new(const struct lockapi_config *cfg, char *err, size_t 
 	api->max_wait_ms = cfg->max_wait_ms > 0 ? cfg->max_wait_ms : 60000;
 	api->authz = cfg->authz;
 	api->st_cfg = cfg->self_test;
+	api->fleet = cfg->fleet;
 	if ((cfg->self_test.url && !(api->st_url = strdup(cfg->self_test.url))) ||
 	    (cfg->self_test.endpoint && !(api->st_endpoint = strdup(cfg->self_test.endpoint))) ||
 	    (cfg->self_test.region && !(api->st_region = strdup(cfg->self_test.region))))
