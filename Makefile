@@ -148,7 +148,8 @@ $(O)/bin/fencectl: $(FENCECTL_SRC:%.c=$(O)/build/obj/%.o) $(O)/build/libfenceloc
 	$(E) LD $@
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS) $(LDFLAGS)
 
-$(O)/bin/fencegate: $(O)/build/obj/proxy/main.o $(O)/build/obj/proxy/cli.o $(CORE_OBJ) \
+$(O)/bin/fencegate: $(O)/build/obj/proxy/main.o $(O)/build/obj/proxy/cli.o \
+		$(O)/build/obj/proxy/workers.o $(CORE_OBJ) \
 		$(O)/build/libfencelock-all.a
 	@mkdir -p $(O)/bin
 	$(E) LD $@
@@ -260,7 +261,7 @@ fuzz: $(FUZZ_BIN)
 
 lint: deps
 	$(Q)clang-tidy --quiet $(LOCK_SRC) $(FENCECTL_SRC) $(CORE_SRC) proxy/main.c proxy/cli.c \
-		-- $(CPPFLAGS_ALL)
+		proxy/workers.c -- $(CPPFLAGS_ALL)
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--suppress=missingIncludeSystem -I. -Iproxy wire lock proxy policy
 

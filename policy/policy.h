@@ -157,6 +157,9 @@ struct policy {
 	struct policy_route *routes;  /* sorted: longest prefix first */
 	size_t nroutes;
 	enum policy_unrouted unrouted_writes;
+	long long workers;        /* event-loop threads; 0: the available cores
+				   * (1 in http mode) */
+	long long store_threads;  /* threads for store and lock calls */
 	struct policy_client *clients;
 	size_t nclients;   /* 0: authentication is off (loopback only) */
 	struct policy_limits limits;

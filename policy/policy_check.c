@@ -336,6 +336,9 @@ int policy_check(struct parser *ps, struct policy *p)
 		if (!p->data_dir)
 			return policy_fail(ps, "data_dir", "out of memory");
 	}
+	if (p->mode == POLICY_MODE_HTTP && p->workers > 1)
+		return policy_fail(ps, "workers", "http mode runs one event loop (its epoch barrier "
+				   "orders a lock's in-flight writes in one place): 0 or 1");
 	if (p->unrouted_writes == POLICY_UNROUTED_BUCKET_LOCK && p->mode == POLICY_MODE_HTTP &&
 	    !p->lock_store)
 		return policy_fail(ps, "unrouted_writes", "\"bucket_lock\" in http mode needs lock_store");

@@ -85,6 +85,13 @@ const struct key policy_keys[] = {
 	{ "lock_store", KT_STRING, NULL, 1, STR_MAX, 0, P(lock_store), 0, 0, NULL,
 	  check_store_url, "default store of locks: \"s3://BUCKET[/ROOT]\" or \"file:///DIR\"; "
 	  "absent in s3 mode: the bucket of the first route naming the lock" },
+	{ "workers", KT_INT, "0", 0, 64, 0, P(workers), 0, 0, NULL, NULL,
+	  "event loops, each on its own thread with its own listening sockets (SO_REUSEPORT); "
+	  "0: the available cores (s3 mode), 1 (http mode: the epoch barrier needs one); "
+	  "a change needs a restart" },
+	{ "store_threads", KT_INT, "4", 1, 64, 0, P(store_threads), 0, 0, NULL, NULL,
+	  "threads for blocking store and lock calls, shared by the event loops; a change "
+	  "needs a restart" },
 	{ "locks", KT_OBJECTS, NULL, 0, 1024, 0, P(locks), P(nlocks),
 	  sizeof(struct policy_lock), NULL, NULL, "the locks routes refer to" },
 	{ "locks[].name", KT_STRING, NULL, 1, LOCK_NAME_MAX, KF_REQUIRED, L(name), 0, 0, NULL,

@@ -6,9 +6,11 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fence/lockreg.h"
 #include "ops/log.h"
@@ -45,7 +47,11 @@ static void usage(FILE *out)
 "                         checked before its first use)\n"
 "  --lock-refresh D       a write is decided on lock knowledge at most D old;\n"
 "                         recently used locks are re-listed ahead of it (1s)\n"
-"  --workers N            threads for store and lock calls (4)\n"
+"  --workers N            event loops, each on its own thread with its own\n"
+"                         listening sockets (SO_REUSEPORT); 0: one per available\n"
+"                         core (the default; http mode: 1, the only value)\n"
+"  --store-threads N      threads for blocking store and lock calls, shared by\n"
+"                         the event loops (4)\n"
 "  --barrier-timeout D    http mode: a newer epoch's write waits at most D for the\n"
 "                         lock's older in-flight writes, then 503 (5s)\n"
 "  --barrier-grace D      http mode: a write with no answer (timeout, reset,\n"
@@ -116,6 +122,7 @@ enum {
 	OPT_SEND_TIMEOUT, OPT_CONNECT_TIMEOUT, OPT_UPSTREAM_TIMEOUT, OPT_TOTAL_TIMEOUT,
 	OPT_DRAIN_TIMEOUT, OPT_MAX_HEADER_BYTES, OPT_MAX_HEADERS, OPT_MAX_URL_BYTES,
 	OPT_REPLAY_BYTES, OPT_CHECK_BUCKET, OPT_ACCESS_LOG, OPT_LOCK_REFRESH, OPT_WORKERS,
+	OPT_STORE_THREADS,
 	OPT_BARRIER_TIMEOUT, OPT_BARRIER_GRACE, OPT_ERROR_LOG, OPT_BODY_MIN_RATE,
 };
 
@@ -148,6 +155,7 @@ static const struct option long_options[] = {
 	{ "error-log", required_argument, NULL, OPT_ERROR_LOG },
 	{ "lock-refresh", required_argument, NULL, OPT_LOCK_REFRESH },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "store-threads", required_argument, NULL, OPT_STORE_THREADS },
 	{ "barrier-timeout", required_argument, NULL, OPT_BARRIER_TIMEOUT },
 	{ "barrier-grace", required_argument, NULL, OPT_BARRIER_GRACE },
 	{ NULL, 0, NULL, 0 },
@@ -291,9 +299,15 @@ int cli_parse(int argc, char **argv, struct options *o)
 			o->refresh_ms = v;
 			break;
 		case OPT_WORKERS:
-			if ((v = parse_count(optarg, 1, 64)) < 0)
+			if ((v = parse_count(optarg, 0, 64)) < 0)
 				return bad_value(name, optarg);
 			o->workers = v;
+			o->workers_set = 1;
+			break;
+		case OPT_STORE_THREADS:
+			if ((v = parse_count(optarg, 1, 64)) < 0)
+				return bad_value(name, optarg);
+			o->store_threads = v;
 			break;
 		case OPT_BARRIER_TIMEOUT:
 			if ((v = parse_duration_ms(optarg)) <= 0)
@@ -356,6 +370,36 @@ struct policy *cli_policy(const struct options *o)
 	if (!pol)
 		fprintf(stderr, "fencegate: %s\n", err);
 	return pol;
+}
+
+/* The cores this process may run on (its affinity mask), at least 1. */
+static int available_cores(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+int cli_threads(const struct options *o, const struct policy *pol, int *workers,
+		int *store_threads)
+{
+	long long w = o->workers_set ? o->workers : pol->workers;
+
+	if (pol->mode == POLICY_MODE_HTTP && w > 1) {
+		fprintf(stderr, "fencegate: http mode runs one event loop (its epoch barrier orders "
+			"a lock's in-flight writes in one place): --workers 0 or 1\n");
+		return -1;
+	}
+	if (w == 0)
+		w = pol->mode == POLICY_MODE_HTTP ? 1 : available_cores();
+	*workers = w > 64 ? 64 : (int)w;
+	*store_threads = o->store_threads ? (int)o->store_threads
+					  : pol->store_threads > 0 ? (int)pol->store_threads : 4;
+	return 0;
 }
 
 void cli_proxy_config(struct proxy_config *cfg, const struct policy *pol,

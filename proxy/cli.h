@@ -24,7 +24,9 @@ struct options {
 	const char *access_log;
 	const char *error_log;
 	long refresh_ms;
-	long workers;
+	long workers;               /* event loops; 0: one per core */
+	int workers_set;
+	long store_threads;         /* 0: not given */
 	long barrier_timeout_ms;
 	long barrier_grace_ms;      /* 0: default; -1: none (--barrier-grace 0) */
 	int log_level_set;
@@ -42,6 +44,13 @@ int cli_parse(int argc, char **argv, struct options *o);
 /* The policy of -c FILE, or the one the flags describe: one reference, or
  * NULL after printing why on stderr. */
 struct policy *cli_policy(const struct options *o);
+
+/* How many event-loop workers (the flag, else the file's "workers"; 0: one
+ * per core this process may run on, 1 in http mode) and store threads (the
+ * flag, else "store_threads"). Returns 0, or -1 after printing why on
+ * stderr (more than one worker in http mode). */
+int cli_threads(const struct options *o, const struct policy *pol, int *workers,
+		int *store_threads);
 
 /* The proxy's configuration from the policy, then the limit flags (which
  * win over the file's "limits"). */

@@ -1,12 +1,16 @@
-/* main.c — the fencegate daemon: wiring, signals, event loop.
+/* main.c — the fencegate daemon: wiring, signals, event loops.
  *
- * Takes the command line (cli.c; DESIGN.md "Command line"), builds the proxy
- * and its handlers (lock API, fencing, and without --upstream the embedded
- * S3 store), listens, and runs until SIGTERM/SIGINT, then drains requests
- * in flight (bounded) and exits 0. SIGHUP reloads, SIGUSR1 reopens the log
- * files. Wiring and printing only: requests are proxy.c's and the
- * handlers'. */
+ * Takes the command line (cli.c; DESIGN.md "Command line"), makes what the
+ * event-loop workers share (metrics, lock high-water marks, the multipart
+ * table, the pool of store threads), builds the workers (workers.c: each
+ * its proxy and handlers — lock API, fencing, and without --upstream the
+ * embedded S3 store — and its listeners), and runs until SIGTERM/SIGINT,
+ * then drains requests in flight on every worker (bounded) and exits 0.
+ * SIGHUP reloads, SIGUSR1 reopens the log files; signals are handled here,
+ * on the main thread (worker 0's loop), only. Wiring and printing only:
+ * requests are proxy.c's and the handlers'. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,30 +23,30 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
-#include "s3/authz.h"
-#include "wire/awscreds.h"
-#include "fence/fencing.h"
-#include "http/jobs.h"
-#include "fence/lockapi.h"
+#include "fence/lockmarks.h"
 #include "fence/lockreg.h"
+#include "fence/multipart.h"
+#include "http/jobs.h"
+#include "http/listen.h"
+#include "http/proxy.h"
+#include "http/tls.h"
 #include "ops/log.h"
 #include "ops/logfile.h"
 #include "ops/metrics.h"
 #include "policy/policy.h"
-#include "http/proxy.h"
-#include "local/s3local.h"
-#include "http/tls.h"
+#include "wire/awscreds.h"
+#include "workers.h"
 
 struct runtime {
-	struct event_base *base;
-	struct proxy *proxy;
-	struct jobs *jobs;
+	struct event_base *base;    /* the main thread's loop: worker 0's */
+	struct workers *workers;
+	int nworkers;
+	int store_threads;
+	struct workers_shared shared;
+	struct jobs_pool *pool;
 	struct fencegate_metrics metrics;
-	struct lockreg *locks;
-	struct fencing *fencing;
-	struct lockapi *api;
-	struct s3local *s3local;
-	struct authz *authz;
+	struct lockmarks *marks;    /* with several workers */
+	struct multipart_table *uploads; /* with several workers */
 	struct policy *policy;      /* the running configuration */
 	const char *config_path;    /* NULL: flags, nothing to reload */
 	int log_level_flag;         /* --log-level wins over the file */
@@ -85,6 +89,10 @@ static int same_str(const char *a, const char *b)
 /* What a reload cannot change without a restart; NULL when nothing. */
 static const char *reload_blocker(const struct policy *cur, const struct policy *next)
 {
+	if (cur->workers != next->workers)
+		return "workers";
+	if (cur->store_threads != next->store_threads)
+		return "store_threads";
 	if (!same_listen(cur, next))
 		return "listen";
 	if (cur->mode != next->mode)
@@ -106,26 +114,16 @@ static const char *reload_blocker(const struct policy *cur, const struct policy 
 }
 
 /* SIGHUP: load and check the file first; only a good one replaces the
- * running policy (clients, permissions, TLS certificates, log level).
- * Requests in flight keep what they already decided. */
-/* Every response, by status (fencegate_responses_total). */
-static void count_response(const struct proxy_summary *s, void *arg)
-{
-	struct fencegate_metrics *m = arg;
-	char num[12];
-
-	snprintf(num, sizeof(num), "%d", s->status);
-	metrics_add(m->responses, (const char *[]){ num }, 1);
-}
-
-/* Returns 0 reloaded, -1 refused (the running configuration stays), 1 no
+ * running policy (clients, permissions, TLS certificates, log level) in
+ * every worker. Requests in flight keep what they already decided.
+ * Returns 0 reloaded, -1 refused (the running configuration stays), 1 no
  * file to reload. */
 static int try_reload(struct runtime *rt)
 {
 	struct policy *next;
 	SSL_CTX *tls = NULL;
 	const char *blocker;
-	char err[POLICY_ERR_MAX + 64];
+	char err[POLICY_ERR_MAX + 64], msg[512];
 	enum log_level level;
 
 	if (!rt->config_path) {
@@ -151,21 +149,21 @@ static int try_reload(struct runtime *rt)
 			policy_free(next);
 			return -1;
 		}
-		proxy_set_tls(rt->proxy, tls);
-		SSL_CTX_free(tls); /* the front end holds its own reference */
 	}
 	if (!rt->log_level_flag && log_parse_level(next->log.level, &level) == 0)
 		log_set_level(level);
-	authz_set_policy(rt->authz, next);
-	if (fencing_set_policy(rt->fencing, next, err, sizeof(err)) < 0)
-		log_error("reload: fencing keeps the previous routes: %s", err);
+	snprintf(msg, sizeof(msg), "reloaded \"%s\": \"%zu\" clients, \"%zu\" routes%s%s",
+		 rt->config_path, next->nclients, next->nroutes,
+		 next->tls.enabled ? ", tls certificate re-read" : "",
+		 rt->nworkers > 1 ? ", on every worker" : "");
+	/* logged by the last worker to take it */
+	workers_reload(rt->workers, next, tls, msg);
+	SSL_CTX_free(tls); /* the front ends hold their own references */
 	if (!same_str(next->log.access_log, rt->policy->log.access_log) ||
 	    !same_str(next->log.error_log, rt->policy->log.error_log))
 		log_warn("reload: changed log file paths apply after a restart");
 	policy_free(rt->policy);
 	rt->policy = next;
-	log_info("reloaded \"%s\": \"%zu\" clients, \"%zu\" routes%s", rt->config_path,
-		 next->nclients, next->nroutes, next->tls.enabled ? ", tls certificate re-read" : "");
 	if (next->limits.header_bytes != (long long)rt->limits_at_start)
 		log_warn("reload: changed limits apply after a restart");
 	return 0;
@@ -195,6 +193,8 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct runtime *rt = arg;
 
+	if (sig != SIGUSR1 && !rt->workers) /* not built yet, or freed after a failed start */
+		return;
 	if (sig == SIGHUP) {
 		reload(rt);
 		return;
@@ -205,13 +205,14 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	if (rt->stopping) {
 		log_warn("second stop signal: exiting now");
+		workers_stop(rt->workers);
 		event_base_loopbreak(rt->base);
 		return;
 	}
 	rt->stopping = 1;
 	log_info("stop signal: draining \"%zu\" requests in flight (at most \"%ld\" ms)",
-		 proxy_inflight(rt->proxy), rt->drain_ms);
-	proxy_drain(rt->proxy, rt->drain_ms, drained, rt);
+		 workers_inflight(rt->workers), rt->drain_ms);
+	workers_drain(rt->workers, rt->drain_ms, drained, rt);
 }
 
 /* What each signal does: signal_cb. */
@@ -239,175 +240,65 @@ static void free_signals(struct event **sigs)
 	}
 }
 
-/* The access-log line of a request the authz handler refused. */
-static void log_refusal(const struct proxy_summary *s, const char *verdict, void *arg)
-{
-	struct runtime *rt = arg;
-
-	if (rt->fencing)
-		fencing_log_request(rt->fencing, s, NULL, verdict);
-}
-
-/* Builds the jobs pool, the lock registry, the lock API, the fencing
- * handler and (without an upstream) the embedded store, and registers the
- * handlers in that order. Returns 0 or -1 with a message in err. */
-static int build_handlers(struct runtime *rt, const struct options *o, char *err, size_t errlen)
+/* What the workers share, made once: the metrics registry, the store
+ * threads, and with several workers the high-water marks and the multipart
+ * table. Returns 0 or -1 with a message in err. */
+static int build_shared(struct runtime *rt, const struct options *o, SSL_CTX *tls, char *err,
+			size_t errlen)
 {
 	const struct policy *pol = rt->policy;
-	const char *upstream = pol->upstream.endpoint;
-	const char *data_dir = pol->data_dir;
-	const char *region = pol->upstream.region;
-	enum proxy_mode mode = pol->mode == POLICY_MODE_HTTP ? PROXY_MODE_HTTP : PROXY_MODE_S3;
-	int workers = o->workers > 0 ? (int)o->workers : 4;
-	struct lockreg_config lc;
-	struct fencing_config fc;
-	struct lockapi_config ac;
-	struct proxy_handler h;
-	char data_abs[4096], url[4200];
+	sigset_t all, old;
 
-	rt->jobs = jobs_new(rt->base, workers);
-	if (!rt->jobs) {
-		snprintf(err, errlen, "cannot start %d worker threads", workers);
-		return -1;
-	}
-	if (fencegate_metrics_init(&rt->metrics) < 0) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	if (!upstream) {
-		rt->s3local = s3local_new(rt->base, rt->jobs, data_dir, 0, err, errlen);
-		if (!rt->s3local)
-			return -1;
-		if (!realpath(data_dir, data_abs)) {
-			snprintf(err, errlen, "cannot resolve \"%s\": %s", data_dir, strerror(errno));
-			return -1;
-		}
-	}
-	memset(&lc, 0, sizeof(lc));
-	lc.base = rt->base;
-	lc.jobs = rt->jobs;
-	lc.s3_endpoint = upstream;
-	lc.data_dir = upstream ? NULL : data_abs;
-	lc.region = region;
-	lc.refresh_ms = o->refresh_ms ? o->refresh_ms : (long)pol->limits.refresh_interval_ms;
-	lc.self_test = upstream != NULL;
-	lc.metrics = &rt->metrics;
-	if (mode == PROXY_MODE_HTTP) {
-		/* the upstream is not S3: locks live in the lock store(s) */
-		lc.s3_endpoint = NULL;
-		lc.data_dir = NULL;
-		lc.region = NULL;
-		lc.lock_store = pol->lock_store;
-		lc.self_test = true;
-		if (pol->lock_store && strncmp(pol->lock_store, "file://", 7) == 0 &&
-		    mkdir(pol->lock_store + 7, 0755) < 0 && errno != EEXIST) {
-			snprintf(err, errlen, "cannot create the lock store \"%s\": %s",
-				 pol->lock_store, strerror(errno));
-			return -1;
-		}
-		if (!o->lock_store && !rt->config_path)
-			log_warn("no --lock-store: locks live in \"%s\"; replicas must share one "
-				 "lock store", pol->lock_store ? pol->lock_store : "(none)");
-	}
-	rt->locks = lockreg_new(&lc, err, errlen);
-	if (!rt->locks)
-		return -1;
-	memset(&fc, 0, sizeof(fc));
-	fc.locks = rt->locks;
-	fc.jobs = rt->jobs;
-	fc.nthreads = workers;
-	fc.metrics = &rt->metrics;
-	fc.s3_endpoint = mode == PROXY_MODE_HTTP ? NULL : upstream;
-	fc.region = region;
-	fc.data_dir = upstream ? NULL : data_abs;
-	fc.access_log = &rt->logs;
-	fc.http_mode = mode == PROXY_MODE_HTTP;
-	fc.barrier_timeout_ms = o->barrier_timeout_ms;
-	fc.barrier_grace_ms = o->barrier_grace_ms;
-	fc.base = rt->base;
-	if (pol->limits.objcache_entries > 0)
-		fc.objcache_capacity = (size_t)pol->limits.objcache_entries;
-	rt->fencing = fencing_new(&fc, err, errlen);
-	if (!rt->fencing)
-		return -1;
-	if (rt->s3local) /* parts without a token: by their upload's epoch */
-		s3local_set_upload_hook(rt->s3local, fencing_note_upload, rt->fencing);
-	/* -c: routes -> locks; flags: lock = bucket (S3), X-Fencing-Lock (HTTP) */
-	if (rt->config_path &&
-	    fencing_set_policy(rt->fencing, rt->policy, err, errlen) < 0)
-		return -1;
-	memset(&ac, 0, sizeof(ac));
-	ac.base = rt->base;
-	ac.proxy = rt->proxy;
-	ac.jobs = rt->jobs;
-	ac.locks = rt->locks;
-	ac.fencing = rt->fencing;
-	ac.metrics = &rt->metrics;
-	if (mode == PROXY_MODE_HTTP) {
-		ac.self_test.url = pol->lock_store; /* NULL: no store-wide test */
-		ac.self_test.path_style = -1;       /* auto, as lockreg's stores */
-	} else if (upstream && o->check_bucket) {
-		snprintf(url, sizeof(url), "s3://%s", o->check_bucket);
-		ac.self_test.url = url;
-		ac.self_test.endpoint = upstream;
-		ac.self_test.region = region;
-		ac.self_test.path_style = 1;
-	} else if (!upstream) {
-		snprintf(url, sizeof(url), "file://%s", data_abs);
-		ac.self_test.url = url;
-	}
-	rt->authz = authz_new(&(struct authz_config){ mode, &rt->metrics, log_refusal, rt });
-	if (!rt->authz)
+	if (fencegate_metrics_init(&rt->metrics) < 0)
 		goto nomem;
-	authz_set_policy(rt->authz, rt->policy);
-	ac.authz = rt->authz;
-	rt->api = lockapi_new(&ac, err, errlen);
-	if (!rt->api)
+	sigfillset(&all); /* signals are the main thread's: the pool's start blocked */
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rt->pool = jobs_pool_new(rt->store_threads);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!rt->pool) {
+		snprintf(err, errlen, "cannot start %d store threads", rt->store_threads);
 		return -1;
-	h = (struct proxy_handler){ "authz", authz_on_request, rt->authz };
-	if (proxy_add_handler(rt->proxy, &h) < 0)
-		goto nomem;
-	h = (struct proxy_handler){ "lockapi", lockapi_on_request, rt->api };
-	if (proxy_add_handler(rt->proxy, &h) < 0)
-		goto nomem;
-	h = (struct proxy_handler){ "fencing", fencing_on_request, rt->fencing };
-	if (proxy_add_handler(rt->proxy, &h) < 0)
-		goto nomem;
-	if (rt->s3local) {
-		h = (struct proxy_handler){ "s3local", s3local_handler, rt->s3local };
-		if (proxy_add_handler(rt->proxy, &h) < 0)
+	}
+	if (rt->nworkers > 1) {
+		rt->marks = lockmarks_new(LOCKREG_DEFAULT_MAX_LOCKS);
+		rt->uploads = multipart_new(10000);
+		if (!rt->marks || !rt->uploads)
 			goto nomem;
 	}
-	if (proxy_on_done(rt->proxy, count_response, &rt->metrics) < 0)
-		goto nomem;
-	if (lockapi_start_self_test(rt->api) < 0)
-		goto nomem;
-	if (upstream && !o->check_bucket && mode == PROXY_MODE_S3)
-		log_warn("no --check-bucket: the backend self-test runs per bucket before its "
-			 "lock's first use; /_fence/health does not wait for it");
+	rt->shared = (struct workers_shared){
+		.o = o, .config_path = rt->config_path, .cfg = &rt->cfg,
+		.metrics = &rt->metrics, .marks = rt->marks, .uploads = rt->uploads,
+		.pool = rt->pool, .store_threads = rt->store_threads, .access_log = &rt->logs,
+		.tls = tls,
+	};
+	if (rt->nworkers > 1 && pol->limits.max_connections > 0) {
+		char why[512];
+
+		/* the descriptor budget is the process's: the workers split it */
+		rt->cfg.limits.max_connections = listen_connection_budget(
+			rt->cfg.limits.max_connections, why, sizeof(why));
+		if (why[0])
+			log_warn("limits.max_connections: \"%zu\": %s", rt->cfg.limits.max_connections,
+				 why);
+	}
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
 	return -1;
 }
 
-/* Frees in the order the handlers need: workers first (their done()
- * callbacks still answer live requests), then the proxy, then the rest. */
+/* Frees what build_shared made, after the workers. */
 static void teardown(struct runtime *rt)
 {
-	jobs_free(rt->jobs);
-	rt->jobs = NULL;
-	proxy_free(rt->proxy);
-	rt->proxy = NULL;
-	s3local_free(rt->s3local);
-	lockapi_free(rt->api);
-	fencing_free(rt->fencing);
-	lockreg_free(rt->locks);
-	authz_free(rt->authz);
+	workers_free(rt->workers);
+	rt->workers = NULL;
+	jobs_pool_free(rt->pool);
+	rt->pool = NULL;
+	multipart_free(rt->uploads);
+	lockmarks_free(rt->marks);
 	fencegate_metrics_free(&rt->metrics);
 	logfiles_close(&rt->logs);
 }
-
 
 int main(int argc, char **argv)
 {
@@ -436,6 +327,11 @@ int main(int argc, char **argv)
 			policy_free(pol);
 			return 1;
 		}
+	}
+	if (cli_threads(&o, pol, &rt.nworkers, &rt.store_threads) < 0) {
+		SSL_CTX_free(tls);
+		policy_free(pol);
+		return 1;
 	}
 	if (o.test_config) {
 		printf("fencegate: configuration file \"%s\" is valid\n", o.config);
@@ -487,24 +383,28 @@ int main(int argc, char **argv)
 							: o.drain_ms;
 	if (o.drain_set)
 		rt.drain_ms = o.drain_ms;
-	rt.proxy = proxy_new(rt.base, &rt.cfg, err, sizeof(err));
-	aws_credentials_clear(&cred);
-	if (!rt.proxy || build_handlers(&rt, &o, err, sizeof(err)) < 0) {
+	if (build_shared(&rt, &o, tls, err, sizeof(err)) < 0 ||
+	    !(rt.workers = workers_new(rt.nworkers, rt.base, &rt.shared, pol, err, sizeof(err)))) {
+		aws_credentials_clear(&cred);
 		fprintf(stderr, "fencegate: %s\n", err);
 		goto fail;
 	}
-	if (tls) {
-		proxy_set_tls(rt.proxy, tls);
-		SSL_CTX_free(tls);
-		tls = NULL;
+	aws_credentials_clear(&cred);
+	if (rt.nworkers > 1) { /* /_fence/metrics: the process's totals */
+		rt.metrics.collect_arg = rt.workers;
+		rt.metrics.collect = workers_collect;
 	}
-	for (size_t i = 0; i < pol->nlisten; i++) {
-		if (proxy_listen(rt.proxy, pol->listen[i].addr, err, sizeof(err)) < 0) {
-			fprintf(stderr, "fencegate: %s\n", err);
-			goto fail;
-		}
+	SSL_CTX_free(tls); /* the front ends hold their own references */
+	tls = NULL;
+	for (size_t i = 0; i < pol->nlisten; i++)
 		log_info("listening on \"%s\"%s", pol->listen[i].addr,
 			 pol->tls.enabled ? " (tls)" : "");
+	if (rt.nworkers > 1)
+		log_info("\"%d\" event-loop workers, \"%d\" store threads", rt.nworkers,
+			 rt.store_threads);
+	if (workers_start(rt.workers, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fencegate: %s\n", err);
+		goto fail;
 	}
 	if (pol->upstream.endpoint)
 		log_info("forwarding to \"%s\" in \"%s\" mode", pol->upstream.endpoint,
@@ -515,7 +415,7 @@ int main(int argc, char **argv)
 		 pol->nclients);
 	event_base_dispatch(rt.base);
 	free_signals(sigs);
-	teardown(&rt);
+	teardown(&rt); /* joins the workers' threads first */
 	event_base_free(rt.base);
 	policy_free(rt.policy);
 	log_info("stopped");

@@ -460,7 +460,12 @@ struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t 
 	}
 	fclose(rnd);
 	f->objects = objcache_new(cfg->objcache_capacity ? cfg->objcache_capacity : 100000, seed);
-	f->uploads = multipart_new(cfg->multipart_capacity ? cfg->multipart_capacity : 10000);
+	f->uploads = cfg->uploads;
+	if (!f->uploads) {
+		f->uploads = multipart_new(cfg->multipart_capacity ? cfg->multipart_capacity
+								  : 10000);
+		f->own_uploads = true;
+	}
 	f->tstores = calloc((size_t)f->nthreads * TSTORES_PER_THREAD, sizeof(*f->tstores));
 	if (!f->objects || !f->uploads || !f->tstores)
 		goto nomem;
@@ -485,7 +490,8 @@ void fencing_free(struct fencing *f)
 			store_close(f->tstores[i].st);
 	free(f->tstores);
 	objcache_free(f->objects);
-	multipart_free(f->uploads);
+	if (f->own_uploads)
+		multipart_free(f->uploads);
 	free(f->s3_endpoint);
 	free(f->data_dir);
 	free(f->region);
@@ -540,6 +546,11 @@ int fencing_set_policy(struct fencing *f, struct policy *pol, char *err, size_t 
 unsigned long fencing_upstream_requests(const struct fencing *f)
 {
 	return f->upstream_count;
+}
+
+void fencing_cache_counts(const struct fencing *f, uint64_t *hits, uint64_t *misses)
+{
+	objcache_counts(f->objects, hits, misses);
 }
 
 void fencing_update_metrics(struct fencing *f)

@@ -30,6 +30,8 @@
 #include "ops/metrics.h"
 #include "http/proxy.h"
 
+struct multipart_table;
+
 struct fencing;
 
 struct logfiles;
@@ -46,6 +48,8 @@ struct fencing_config {
 	const char *region;
 	size_t objcache_capacity;       /* 0: 100000 */
 	size_t multipart_capacity;      /* uploads remembered; 0: 10000 */
+	struct multipart_table *uploads; /* shared with the other event-loop
+					 * workers (outlives it); NULL: its own */
 	int max_cas_retries;            /* re-sends after a lost race; 0: 3 */
 	struct logfiles *access_log;    /* one JSON line per request (buffered by
 					 * logfiles); NULL or none open: none */
@@ -106,6 +110,10 @@ unsigned long fencing_upstream_requests(const struct fencing *f);
 
 /* Mirrors the ETag cache counters into the metrics (before a render). */
 void fencing_update_metrics(struct fencing *f);
+
+/* The ETag cache's hits and misses so far, from any thread (summing the
+ * event-loop workers' caches at a scrape). */
+void fencing_cache_counts(const struct fencing *f, uint64_t *hits, uint64_t *misses);
 
 /* Writes one access-log line for a request answered outside the fencing
  * path (the lock API). lock may be NULL. */

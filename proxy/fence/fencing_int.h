@@ -41,6 +41,7 @@ struct fencing {
 	char *region;
 	struct objcache *objects;
 	struct multipart_table *uploads;
+	bool own_uploads;               /* else shared, freed by its owner */
 	int max_cas_retries;
 	struct logfiles *access_log;
 	struct tstore *tstores;        /* nthreads rows of TSTORES_PER_THREAD */

@@ -487,6 +487,7 @@ static enum proxy_action list_locks(struct lockapi *api, struct proxy_req *req)
 	cJSON *o = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(o, "locks");
 
+	lockreg_adopt_shared(api->locks); /* the locks other workers know */
 	for (struct lockreg_entry *e = lockreg_first(api->locks); e; e = e->next) {
 		cJSON *l = cJSON_CreateObject();
 
@@ -497,6 +498,10 @@ static enum proxy_action list_locks(struct lockapi *api, struct proxy_req *req)
 			cJSON_AddNumberToObject(l, "epoch", (double)e->high_water);
 			cJSON_AddStringToObject(l, "state", lock_state_name(e->state));
 			cJSON_AddStringToObject(l, "holder", e->holder);
+		} else if (e->mark && e->high_water) { /* known from another worker */
+			cJSON_AddNumberToObject(l, "epoch", (double)e->high_water);
+			cJSON_AddStringToObject(l, "state", "unknown");
+			cJSON_AddNullToObject(l, "holder");
 		} else {
 			cJSON_AddNullToObject(l, "epoch");
 			cJSON_AddStringToObject(l, "state", "unknown");
@@ -615,6 +620,7 @@ struct lockapi *lockapi_new(const struct lockapi_config *cfg, char *err, size_t 
 	api->max_wait_ms = cfg->max_wait_ms > 0 ? cfg->max_wait_ms : 60000;
 	api->authz = cfg->authz;
 	api->st_cfg = cfg->self_test;
+	api->fleet = cfg->fleet;
 	if ((cfg->self_test.url && !(api->st_url = strdup(cfg->self_test.url))) ||
 	    (cfg->self_test.endpoint && !(api->st_endpoint = strdup(cfg->self_test.endpoint))) ||
 	    (cfg->self_test.region && !(api->st_region = strdup(cfg->self_test.region))))

@@ -33,10 +33,22 @@ struct lockapi_config {
 	/* the backend self-test's store; url NULL: no self-test (healthy at once) */
 	struct store_config self_test;
 	long max_wait_ms;               /* acquire waitMs cap; 0: 60000 */
+	struct lockapi_fleet *fleet;    /* several event-loop workers: health is
+					 * 200 only once every worker's self-test
+					 * passed; NULL: this one's alone */
 	const struct authz *authz;      /* client authentication on: renewing or
 					 * releasing a lease another client took
 					 * needs "break" (authz_may_break); NULL:
 					 * no such check */
+};
+
+/* The self-test outcomes of the event-loop workers' lock APIs, shared by
+ * them (counters updated atomically); the caller zeroes it, sets needed to
+ * the number of workers and keeps it alive while they run. */
+struct lockapi_fleet {
+	int needed;
+	int passed;   /* atomic */
+	int failed;   /* atomic */
 };
 
 /* Returns NULL with a message in err. Strings in cfg are copied. */

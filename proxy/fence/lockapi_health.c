@@ -11,10 +11,44 @@
 
 #include "ops/log.h"
 
+/* Records this worker's self-test outcome for the others. */
+static void fleet_note(struct lockapi *api, int passed)
+{
+	if (api->fleet)
+		__atomic_add_fetch(passed ? &api->fleet->passed : &api->fleet->failed, 1,
+				   __ATOMIC_RELEASE);
+}
+
+/* 503 while another worker's self-test is running or failed; 0 when every
+ * one passed (or there is only this one). */
+static int fleet_unhealthy(struct lockapi *api, struct proxy_req *req)
+{
+	cJSON *o;
+
+	if (!api->fleet ||
+	    __atomic_load_n(&api->fleet->passed, __ATOMIC_ACQUIRE) >= api->fleet->needed)
+		return 0;
+	o = cJSON_CreateObject();
+	if (__atomic_load_n(&api->fleet->failed, __ATOMIC_ACQUIRE) > 0) {
+		cJSON_AddStringToObject(o, "status", "failed");
+		cJSON_AddStringToObject(o, "message", "the backend self-test failed on another "
+					"event loop (see the log)");
+	} else {
+		cJSON_AddStringToObject(o, "status", "starting");
+		cJSON_AddStringToObject(o, "message", "the backend self-test is running on "
+					"another event loop");
+	}
+	lockapi_reply_json(req, 503, o);
+	return 1;
+}
+
 enum proxy_action lockapi_health_page(struct lockapi *api, struct proxy_req *req)
 {
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o;
 
+	if (api->healthy && fleet_unhealthy(api, req))
+		return PROXY_HANDLED;
+	o = cJSON_CreateObject();
 	if (api->healthy && api->upstream_down) {
 		cJSON_AddStringToObject(o, "status", "upstream_unreachable");
 		cJSON_AddStringToObject(o, "message", api->upstream_err);
@@ -39,9 +73,11 @@ enum proxy_action lockapi_metrics_page(struct lockapi *api, struct proxy_req *re
 
 	if (!api->metrics)
 		return lockapi_reply_err(req, 404, "NoSuchFenceEndpoint", "metrics are off");
-	if (api->fencing)
+	if (api->fencing && !api->metrics->collect)
 		fencing_update_metrics(api->fencing);
-	if (api->proxy) {
+	if (api->metrics->collect) {
+		api->metrics->collect(api->metrics, api->metrics->collect_arg);
+	} else if (api->proxy) {
 		size_t open;
 		unsigned long long accepted;
 
@@ -210,6 +246,10 @@ static void self_test_done(void *arg)
 	struct lockapi *api = j->api;
 
 	api->self_test_done = 1;
+	/* the other workers hear of a pass, or of a verdict; a failure that
+	 * is tried again is neither yet */
+	if (j->code == LOCK_OK || j->code != LOCK_ERR_STORE || !api->base)
+		fleet_note(api, j->code == LOCK_OK);
 	if (j->code == LOCK_OK) {
 		api->healthy = 1;
 		start_probe(api);
@@ -245,6 +285,7 @@ int lockapi_start_self_test(struct lockapi *api)
 	if (!api->st_url) {
 		api->healthy = 1;
 		api->self_test_done = 1;
+		fleet_note(api, 1);
 		return 0;
 	}
 	return submit_self_test(api);

@@ -23,6 +23,7 @@ struct lockapi {
 	long max_wait_ms;
 	const struct authz *authz;
 	int healthy;
+	struct lockapi_fleet *fleet;    /* NULL: one worker */
 	int self_test_done;
 	char self_test_err[512];
 	/* a self-test that failed for an I/O reason (not a verdict on the

@@ -43,6 +43,7 @@ struct lockreg {
 	long active_ms;
 	bool self_test;
 	struct fencegate_metrics *metrics;
+	struct lockmarks *marks;   /* shared with other workers; not owned */
 	struct lockreg_entry *table[LOCKREG_HASH_SIZE]; /* chained by hnext */
 	struct lockreg_entry *first, *last;
 	size_t count;
@@ -131,12 +132,26 @@ int lockreg_store_prefix(const char *store_url, const char *name, char *out, siz
 	return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
-int lockreg_raise(struct lockreg_entry *e, uint64_t epoch)
+/* This entry's C only (a max). Returns 1 if raised. */
+static int raise_local(struct lockreg_entry *e, uint64_t epoch)
 {
 	if (epoch <= e->high_water)
 		return 0;
 	__atomic_store_n(&e->high_water, epoch, __ATOMIC_RELAXED); /* lockreg_high_water */
 	return 1;
+}
+
+/* What the other workers learned, into this entry's C. */
+static void pull_mark(struct lockreg_entry *e)
+{
+	if (e->mark)
+		raise_local(e, lockmark_read(e->mark));
+}
+
+int lockreg_raise(struct lockreg_entry *e, uint64_t epoch)
+{
+	lockmark_raise(e->mark, epoch);
+	return raise_local(e, epoch);
 }
 
 int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
@@ -153,17 +168,22 @@ int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
 	}
 	if (state == LOCK_STATE_RELEASED && epoch > e->released_epoch)
 		e->released_epoch = epoch;
+	if (state == LOCK_STATE_RELEASED)
+		lockmark_note_released(e->mark, epoch); /* for the other workers */
 	return raised;
 }
 
 uint64_t lockreg_high_water(const struct lockreg_entry *e)
 {
-	return __atomic_load_n(&e->high_water, __ATOMIC_RELAXED);
+	uint64_t c = __atomic_load_n(&e->high_water, __ATOMIC_RELAXED);
+	uint64_t shared = lockmark_read(e->mark);
+
+	return shared > c ? shared : c;
 }
 
 int lockreg_epoch_released(const struct lockreg_entry *e, uint64_t epoch)
 {
-	return epoch != 0 && e->released_epoch == epoch;
+	return epoch != 0 && (e->released_epoch == epoch || lockmark_released(e->mark) == epoch);
 }
 
 int lockreg_epoch_lapsed(const struct lockreg_entry *e, uint64_t epoch, int64_t now_ms)
@@ -227,6 +247,7 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 	r->active_ms = cfg->active_ms ? cfg->active_ms : 30000;
 	r->self_test = cfg->self_test;
 	r->metrics = cfg->metrics;
+	r->marks = cfg->marks;
 	if (fail)
 		goto nomem;
 	if (r->lock_store &&
@@ -301,9 +322,12 @@ static struct lockreg_entry *entry_get(struct lockreg *r, const char *name, cons
 	unsigned h = name_hash(name);
 	struct lockreg_entry *e;
 
-	for (e = r->table[h]; e; e = e->hnext)
-		if (strcmp(e->name, name) == 0)
+	for (e = r->table[h]; e; e = e->hnext) {
+		if (strcmp(e->name, name) == 0) {
+			pull_mark(e);
 			return e;
+		}
+	}
 	if (!create)
 		return NULL;
 	if (r->count >= r->max_locks) {
@@ -341,6 +365,8 @@ static struct lockreg_entry *entry_get(struct lockreg *r, const char *name, cons
 		lockreg_default_prefix(name, e->prefix, sizeof(e->prefix));
 	}
 	e->reg = r;
+	e->mark = lockmarks_get(r->marks, name);
+	pull_mark(e);
 	e->state = LOCK_STATE_FREE;
 	e->last_used_ms = lockreg_mono_ms();
 	e->barrier = (struct barrier)BARRIER_INIT;
@@ -398,6 +424,17 @@ int lockreg_in_bucket(const struct lockreg_entry *e, const char *bucket)
 	if (!e->store_url[0])
 		return strcmp(e->bucket, bucket) == 0;
 	return lockreg_url_in_bucket(e->store_url, bucket);
+}
+
+void lockreg_adopt_shared(struct lockreg *r)
+{
+	size_t n;
+	char **names = r->lock_store ? NULL : lockmarks_names(r->marks, &n);
+
+	for (size_t i = 0; names && i < n; i++)
+		lockreg_get(r, names[i], names[i], 1, NULL); /* configured: already here */
+	if (names)
+		lockmarks_names_free(names, n);
 }
 
 struct lockreg_entry *lockreg_first(struct lockreg *r)
@@ -611,10 +648,12 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 		j->no_bucket = io->no_bucket;
 		return;
 	}
-	if (e->reg->self_test && !e->tested) {
+	if (e->reg->self_test && !e->tested && !lockmark_store_tested(e->mark)) {
 		j->code = lock_check_store(io->st, LOCKREG_PROBE_PREFIX, j->err, sizeof(j->err));
-		if (j->code == LOCK_OK)
+		if (j->code == LOCK_OK) {
 			e->tested = true; /* worker-side flag: only jobs of e touch it */
+			lockmark_set_store_tested(e->mark); /* and for the other workers */
+		}
 	}
 	if (j->code == LOCK_OK)
 		j->code = lock_status(io->lk, &j->info, j->err, sizeof(j->err));
@@ -662,6 +701,7 @@ static void load_done(struct lockreg_entry *e, void *arg)
 		snprintf(e->load_err, sizeof(e->load_err), "%s", j->err);
 	}
 	free(j);
+	pull_mark(e);
 	w = e->waiters;
 	e->waiters = NULL;
 	call_waiters(e, w, ok);
@@ -724,8 +764,10 @@ int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 	lockreg_touch(e);
 	if (!r->jobs) /* no I/O (unit tests): what is loaded is all there is */
 		return e->loaded && !fresh ? 1 : -1;
-	if (!fresh && lockreg_fresh_enough(e, now))
+	if (!fresh && lockreg_fresh_enough(e, now)) {
+		pull_mark(e);
 		return 1;
+	}
 	if (e->n_waiters >= LOCKREG_QUEUE_MAX)
 		return LOCKREG_FULL;
 	w = calloc(1, sizeof(*w));

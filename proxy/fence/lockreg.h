@@ -29,6 +29,7 @@
 #include <event2/event.h>
 
 #include "barrier.h"
+#include "lockmarks.h"
 #include "http/jobs.h"
 #include "lock/lock.h"
 #include "lock/store.h"
@@ -68,6 +69,9 @@ struct lockreg_config {
 				   * its first load (backends ignoring
 				   * If-None-Match are refused) */
 	struct fencegate_metrics *metrics; /* loads' time and failures; may be NULL */
+	struct lockmarks *marks;  /* the marks shared with the other event-loop
+				   * workers' registries (lockmarks.h); NULL:
+				   * this registry's own only */
 };
 
 struct lockreg_entry {
@@ -114,6 +118,7 @@ struct lockreg_entry {
 	bool tested;                 /* self-test passed (worker-side flag) */
 	struct store *st;            /* used by one job at a time */
 	struct lock *lk;
+	struct lockmark *mark;       /* shared C (lockmarks.h), or NULL */
 };
 
 /* ---- pure helpers ---------------------------------------------------- */
@@ -138,14 +143,17 @@ int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
 		 int64_t lease_end_ms, const char *holder, int64_t ttl_ms);
 
 /* Raises C to epoch (a max) without knowing its state (e.g. an acquired
- * epoch: state HELD). Returns 1 if raised. */
+ * epoch: state HELD), here and in the shared mark. Returns 1 if this
+ * entry's C was raised. */
 int lockreg_raise(struct lockreg_entry *e, uint64_t epoch);
 
 /* C, read from any thread (a job's run(): DeleteObjects checks it before
- * each key); the loop thread may read e->high_water directly. */
+ * each key), including what other workers published; the loop thread may
+ * read e->high_water directly (as of its last lookup). */
 uint64_t lockreg_high_water(const struct lockreg_entry *e);
 
-/* 1 if epoch is known to be released (its file is "expired"). */
+/* 1 if epoch is known to be released (its file is "expired"), here or by
+ * another worker (the shared mark). */
 int lockreg_epoch_released(const struct lockreg_entry *e, uint64_t epoch);
 
 /* 1 if epoch's lease is known to have lapsed at now_ms (Unix ms). */
@@ -183,6 +191,12 @@ struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const 
 int lockreg_in_bucket(const struct lockreg_entry *e, const char *bucket);
 /* 1 if store_url is "s3://BUCKET" or "s3://BUCKET/ROOT" for this bucket. */
 int lockreg_url_in_bucket(const char *store_url, const char *bucket);
+
+/* Registers here, unloaded, every bucket-named lock (S3 mode: lock NAME of
+ * bucket NAME) that another event-loop worker's registry shares a mark for,
+ * so that listing the locks gives the same names on every worker (their C
+ * is the shared mark). No-op without shared marks or with a lock store. */
+void lockreg_adopt_shared(struct lockreg *r);
 
 /* Entries in creation order: first, then e->next. */
 struct lockreg_entry *lockreg_first(struct lockreg *r);

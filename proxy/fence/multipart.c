@@ -1,10 +1,13 @@
 /* multipart.c — a bounded FIFO table of multipart uploads the proxy saw
  * created, and the expat parser of the UploadId in CreateMultipartUpload
- * answers. It decides nothing: the fencing handler does. */
+ * answers. It decides nothing: the fencing handler does. The table is
+ * shared by the event-loop workers (a part may reach another worker than
+ * its create): a mutex guards it. */
 #include "multipart.h"
 
 #include "wire/pct.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +19,8 @@ struct mp_slot {
 };
 
 struct multipart_table {
+	pthread_mutex_t mu;             /* everything below: the event-loop
+					 * workers share one table */
 	struct mp_slot *slots;          /* ring in insertion order */
 	size_t capacity, head, count;
 };
@@ -35,6 +40,7 @@ struct multipart_table *multipart_new(size_t capacity)
 		return NULL;
 	}
 	t->capacity = capacity;
+	pthread_mutex_init(&t->mu, NULL);
 	return t;
 }
 
@@ -45,6 +51,7 @@ void multipart_free(struct multipart_table *t)
 	for (size_t i = 0; i < t->capacity; i++)
 		free(t->slots[i].id);
 	free(t->slots);
+	pthread_mutex_destroy(&t->mu);
 	free(t);
 }
 
@@ -61,8 +68,8 @@ static struct mp_slot *find(const struct multipart_table *t, const char *id)
 	return NULL;
 }
 
-int multipart_put(struct multipart_table *t, const char *upload_id,
-		  const struct multipart_upload *u)
+static int put_locked(struct multipart_table *t, const char *upload_id,
+		      const struct multipart_upload *u)
 {
 	struct mp_slot *s;
 	char *id;
@@ -91,35 +98,56 @@ int multipart_put(struct multipart_table *t, const char *upload_id,
 	return 0;
 }
 
+int multipart_put(struct multipart_table *t, const char *upload_id,
+		  const struct multipart_upload *u)
+{
+	int rc;
+
+	pthread_mutex_lock(&t->mu);
+	rc = put_locked(t, upload_id, u);
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
 int multipart_get(const struct multipart_table *t, const char *upload_id,
 		  struct multipart_upload *out)
 {
-	struct mp_slot *s = upload_id ? find(t, upload_id) : NULL;
+	pthread_mutex_t *mu = (pthread_mutex_t *)&t->mu;
+	struct mp_slot *s;
+	int found;
 
-	if (!s)
-		return 0;
-	if (out)
+	pthread_mutex_lock(mu);
+	s = upload_id ? find(t, upload_id) : NULL;
+	found = s != NULL;
+	if (s && out)
 		*out = s->u;
-	return 1;
+	pthread_mutex_unlock(mu);
+	return found;
 }
 
 void multipart_remove(struct multipart_table *t, const char *upload_id)
 {
-	struct mp_slot *s = upload_id ? find(t, upload_id) : NULL;
+	struct mp_slot *s;
 
+	pthread_mutex_lock(&t->mu);
+	s = upload_id ? find(t, upload_id) : NULL;
 	if (s) {
 		free(s->id);
 		s->id = NULL; /* a hole: skipped by find, reclaimed when it is oldest */
 	}
+	pthread_mutex_unlock(&t->mu);
 }
 
 size_t multipart_count(const struct multipart_table *t)
 {
+	pthread_mutex_t *mu = (pthread_mutex_t *)&t->mu;
 	size_t n = 0;
 
+	pthread_mutex_lock(mu);
 	for (size_t i = 0; i < t->count; i++)
 		if (t->slots[(t->head + i) % t->capacity].id)
 			n++;
+	pthread_mutex_unlock(mu);
 	return n;
 }
 

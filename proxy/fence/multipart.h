@@ -7,7 +7,9 @@
  * A bounded table (oldest entries are forgotten first: a replica that does
  * not know an upload then requires the token header) and the parser of the
  * CreateMultipartUpload answer (<InitiateMultipartUploadResult><UploadId>),
- * with expat. No I/O, no clock; not thread-safe (one event loop). */
+ * with expat. No I/O, no clock. The table is thread-safe (one mutex): the
+ * event-loop workers of a process share one, so that a part sent to
+ * another worker than its create is still checked by the create's epoch. */
 #ifndef FENCE_MULTIPART_H
 #define FENCE_MULTIPART_H
 

@@ -197,16 +197,16 @@ int objcache_get(struct objcache *c, const char *bucket, const char *key,
 	uint64_t h;
 
 	if (kl == 0) {
-		c->misses++;
+		__atomic_add_fetch(&c->misses, 1, __ATOMIC_RELAXED); /* objcache_counts */
 		return 0;
 	}
 	h = siphash24(c->k0, c->k1, (const unsigned char *)k, kl);
 	slot = find_slot(c, k, kl, h);
 	if (!*slot) {
-		c->misses++;
+		__atomic_add_fetch(&c->misses, 1, __ATOMIC_RELAXED); /* objcache_counts */
 		return 0;
 	}
-	c->hits++;
+	__atomic_add_fetch(&c->hits, 1, __ATOMIC_RELAXED);
 	lru_unlink(c, *slot);
 	lru_push_newest(c, *slot);
 	if (out)
@@ -287,10 +287,15 @@ int objcache_put(struct objcache *c, const char *bucket, const char *key,
 	return 0;
 }
 
+void objcache_counts(const struct objcache *c, uint64_t *hits, uint64_t *misses)
+{
+	*hits = __atomic_load_n(&c->hits, __ATOMIC_RELAXED);
+	*misses = __atomic_load_n(&c->misses, __ATOMIC_RELAXED);
+}
+
 void objcache_stats(const struct objcache *c, struct objcache_stats *out)
 {
-	out->hits = c->hits;
-	out->misses = c->misses;
+	objcache_counts(c, &out->hits, &out->misses);
 	out->evictions = c->evictions;
 	out->count = c->count;
 	out->capacity = c->capacity;

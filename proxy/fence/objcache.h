@@ -9,7 +9,8 @@
  * bucket + "/" + key (bucket names cannot contain '/'). The hash is SipHash
  * with a caller-supplied secret seed, so clients cannot aim keys at one
  * chain. The cache is a hint, never the truth: upstream conditional writes
- * are. Not thread-safe (one event loop). */
+ * are. Not thread-safe (one event loop; each event-loop worker has its
+ * own cache), except objcache_counts. */
 #ifndef FENCE_OBJCACHE_H
 #define FENCE_OBJCACHE_H
 
@@ -60,5 +61,9 @@ int objcache_put(struct objcache *c, const char *bucket, const char *key,
 int objcache_invalidate(struct objcache *c, const char *bucket, const char *key);
 
 void objcache_stats(const struct objcache *c, struct objcache_stats *out);
+
+/* Hits and misses so far, read from any thread (a scrape on another
+ * event-loop worker); everything else is the owning loop's only. */
+void objcache_counts(const struct objcache *c, uint64_t *hits, uint64_t *misses);
 
 #endif

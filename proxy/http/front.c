@@ -120,7 +120,7 @@ static void conn_free(struct front_conn *c, enum front_abort why)
 		s->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	s->nconns--;
+	__atomic_sub_fetch(&s->nconns, 1, __ATOMIC_RELAXED); /* front_server_conns */
 	update_accepting(s);
 	log_debug("connection from \"%s\" closed", c->peer);
 	conn_free_parts(c);
@@ -623,8 +623,8 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
-	s->nconns++;
-	s->accepted++;
+	__atomic_add_fetch(&s->nconns, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->accepted, 1, __ATOMIC_RELAXED);
 	c->state = CONN_IDLE;
 	c->t_idle = front_now_ms();
 	c->t_write = c->t_idle;
@@ -670,6 +670,7 @@ struct front_server *front_server_new(struct event_base *base,
 	if (why[0])
 		log_warn("limits.max_connections: \"%zu\": %s", s->lim.max_connections, why);
 	s->ops = *ops;
+	listen_set_reuse_port(s->listen, s->lim.reuse_port);
 	/* our own limits are lower; keep libhttp-parser's as a backstop */
 	if (s->lim.header_bytes + 1024 > 80 * 1024)
 		http_parser_set_max_header_size((uint32_t)(s->lim.header_bytes + 1024));
@@ -726,12 +727,12 @@ void front_server_drain(struct front_server *s, long timeout_ms,
 
 size_t front_server_conns(const struct front_server *s)
 {
-	return s->nconns;
+	return __atomic_load_n(&s->nconns, __ATOMIC_RELAXED); /* any thread */
 }
 
 unsigned long long front_server_accepted(const struct front_server *s)
 {
-	return s->accepted;
+	return __atomic_load_n(&s->accepted, __ATOMIC_RELAXED);
 }
 
 void front_server_free(struct front_server *s)

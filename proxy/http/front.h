@@ -78,6 +78,9 @@ struct front_limits {
 	size_t discard_max;       /* unread request body a keep-alive connection may skip (1 MiB) */
 	size_t max_connections;   /* open connections; at the limit the listeners pause
 				   * (clients wait in the backlog); 0: no limit (default) */
+	int reuse_port;           /* SO_REUSEPORT on the listeners: each event-loop
+				   * worker binds its own socket to the same
+				   * address and the kernel spreads connections */
 };
 
 /* Fills l with the defaults above. */

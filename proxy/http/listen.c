@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -32,6 +33,7 @@ struct listen_set {
 	int full;             /* at the connection limit */
 	int backoff;          /* accept() failed; the timer ends it */
 	int closed;           /* draining: never again */
+	int reuse_port;       /* SO_REUSEPORT on sockets bound from now on */
 	struct event *backoff_timer;
 	unsigned long failures;
 	unsigned long unlogged;   /* failures since the last log line */
@@ -190,7 +192,8 @@ int listen_set_add(struct listen_set *ls, const char *addr, char *err, size_t er
 	if (parse_listen_addr(addr, &ss, &sslen, err, errlen) < 0)
 		return -1;
 	l = evconnlistener_new_bind(ls->base, accept_cb, ls,
-				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+				    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC |
+				    (ls->reuse_port ? LEV_OPT_REUSEABLE_PORT : 0),
 				    511, (struct sockaddr *)&ss, sslen);
 	if (!l) {
 		snprintf(err, errlen, "cannot listen on \"%s\": %s", addr, strerror(errno));
@@ -201,6 +204,33 @@ int listen_set_add(struct listen_set *ls, const char *addr, char *err, size_t er
 	if (!ls->enabled)
 		evconnlistener_disable(l);
 	return 0;
+}
+
+int listen_addr_free(const char *addr, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	int sslen = 0, fd, one = 1, rc = 0;
+
+	if (parse_listen_addr(addr, &ss, &sslen, err, errlen) < 0)
+		return -1;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot listen on \"%s\": %s", addr, strerror(errno));
+		return -1;
+	}
+	/* as the listeners do (TIME_WAIT is no obstacle), without SO_REUSEPORT */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, (socklen_t)sslen) < 0) {
+		snprintf(err, errlen, "cannot listen on \"%s\": %s", addr, strerror(errno));
+		rc = -1;
+	}
+	close(fd);
+	return rc;
+}
+
+void listen_set_reuse_port(struct listen_set *ls, int on)
+{
+	ls->reuse_port = on;
 }
 
 void listen_set_full(struct listen_set *ls, int full)

@@ -33,9 +33,20 @@ struct listen_set *listen_set_new(struct event_base *base, evconnlistener_cb cb,
  * Returns 0, or -1 with a message in err. */
 int listen_set_add(struct listen_set *ls, const char *addr, char *err, size_t errlen);
 
+/* 0 if "ADDR:PORT" can be bound by a socket without SO_REUSEPORT, i.e.
+ * nobody listens there yet (not even another process's SO_REUSEPORT
+ * sockets, which the kernel would otherwise let ours join silently); -1
+ * with a message in err. Binds a probe socket and closes it. */
+int listen_addr_free(const char *addr, char *err, size_t errlen);
+
 /* full: the connection limit is reached (pause) or no longer (resume,
  * unless a backoff is running). */
 void listen_set_full(struct listen_set *ls, int full);
+
+/* on: the sockets listen_set_add binds from now on set SO_REUSEPORT, so
+ * several event loops (each its own set) listen on one address and the
+ * kernel spreads new connections over them. Off by default. */
+void listen_set_reuse_port(struct listen_set *ls, int on);
 
 /* Closes every listener for good (drain). The set stays valid. */
 void listen_set_close(struct listen_set *ls);

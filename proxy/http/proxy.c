@@ -62,7 +62,7 @@ void preq_put(struct proxy_req *req)
 		evbuffer_free(req->body);
 	free(req->principal);
 	free(req->sent_query);
-	req->p->inflight--;
+	__atomic_sub_fetch(&req->p->inflight, 1, __ATOMIC_RELAXED); /* proxy_inflight */
 	free(req);
 }
 
@@ -340,6 +340,15 @@ void proxy_req_resume(struct proxy_req *req, enum proxy_action action)
 
 /* ---- front end callbacks ---------------------------------------------- */
 
+/* Request ids are unique in the process, whichever event-loop worker's
+ * proxy gives them (proxy_req_id). */
+static uint64_t proxy_next_id(void)
+{
+	static uint64_t last;
+
+	return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+}
+
 static void *op_on_head(void *arg, struct front_conn *conn, struct front_msg *msg)
 {
 	struct proxy *p = arg;
@@ -357,8 +366,8 @@ static void *op_on_head(void *arg, struct front_conn *conn, struct front_msg *ms
 	req->t_start_us = proxy_now_us();
 	snprintf(req->peer, sizeof(req->peer), "%s", front_conn_peer(conn));
 	req->body = evbuffer_new();
-	p->inflight++;
-	snprintf(req->id, sizeof(req->id), "req-%08" PRIx64, ++p->next_id);
+	__atomic_add_fetch(&p->inflight, 1, __ATOMIC_RELAXED);
+	snprintf(req->id, sizeof(req->id), "req-%08" PRIx64, proxy_next_id());
 	if (!req->body) {
 		req->conn = NULL;
 		preq_put(req);

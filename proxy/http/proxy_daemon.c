@@ -182,7 +182,7 @@ enum proxy_mode proxy_mode(const struct proxy *p)
 
 size_t proxy_inflight(const struct proxy *p)
 {
-	return p->inflight;
+	return __atomic_load_n(&p->inflight, __ATOMIC_RELAXED); /* any thread */
 }
 
 void proxy_connections(const struct proxy *p, size_t *open, unsigned long long *accepted)

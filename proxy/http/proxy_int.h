@@ -34,7 +34,6 @@ struct proxy {
 	size_t nhandlers;
 	struct proxy_hook *done_hooks;
 	size_t ndone_hooks;
-	uint64_t next_id;
 	size_t inflight;
 };
 

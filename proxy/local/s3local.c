@@ -641,15 +641,38 @@ struct s3local *s3local_new(struct event_base *base, struct jobs *jobs,
 	/* "dir/" and "dir" name the same place; keep paths tidy */
 	while (strlen(s->data_dir) > 1 && s->data_dir[strlen(s->data_dir) - 1] == '/')
 		s->data_dir[strlen(s->data_dir) - 1] = '\0';
-	if (pthread_rwlock_init(&s->buckets, NULL) != 0) {
+	s->shared = calloc(1, sizeof(*s->shared));
+	if (!s->shared || pthread_rwlock_init(&s->shared->buckets, NULL) != 0) {
+		free(s->shared);
 		free(s->data_dir);
 		free(s);
 		snprintf(err, errlen, "cannot create a lock");
 		return NULL;
 	}
+	s->shared->refs = 1;
+	s->buckets = &s->shared->buckets;
 	s->base = base;
 	s->jobs = jobs;
 	s->max_object = max_object_bytes ? max_object_bytes : S3LOCAL_DEFAULT_MAX_OBJECT;
+	return s;
+}
+
+struct s3local *s3local_new_sibling(const struct s3local *sibling, struct event_base *base,
+				    struct jobs *jobs, char *err, size_t errlen)
+{
+	struct s3local *s = calloc(1, sizeof(*s));
+
+	if (!s || !(s->data_dir = strdup(sibling->data_dir))) {
+		free(s);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->shared = sibling->shared;
+	__atomic_add_fetch(&s->shared->refs, 1, __ATOMIC_RELAXED);
+	s->buckets = &s->shared->buckets;
+	s->base = base;
+	s->jobs = jobs;
+	s->max_object = sibling->max_object;
 	return s;
 }
 
@@ -668,7 +691,10 @@ void s3local_free(struct s3local *s)
 	for (w = 0; w < S3L_WORKERS_MAX; w++)
 		for (i = 0; i < S3L_CACHE_SLOTS; i++)
 			store_close(s->cache[w].slot[i].st);
-	pthread_rwlock_destroy(&s->buckets);
+	if (__atomic_sub_fetch(&s->shared->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		pthread_rwlock_destroy(&s->shared->buckets);
+		free(s->shared);
+	}
 	free(s->data_dir);
 	free(s);
 }

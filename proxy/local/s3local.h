@@ -138,6 +138,14 @@ struct s3local *s3local_new(struct event_base *base, struct jobs *jobs,
 			    const char *data_dir, size_t max_object_bytes,
 			    char *err, size_t errlen);
 
+/* Another instance over sibling's data directory for another event loop
+ * (an event-loop worker), with its own jobs queue and per-thread stores,
+ * sharing sibling's bucket lock (CreateBucket and DeleteBucket exclude
+ * every instance's object jobs, as in one). Either may be freed first.
+ * Returns NULL with a message in err. */
+struct s3local *s3local_new_sibling(const struct s3local *sibling, struct event_base *base,
+				    struct jobs *jobs, char *err, size_t errlen);
+
 /* The proxy_handler.on_request hook; arg is the struct s3local. Answers
  * every request except those under /_fence/ (PROXY_PASS). */
 enum proxy_action s3local_handler(struct proxy_req *req, void *arg);

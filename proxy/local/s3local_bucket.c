@@ -216,7 +216,7 @@ void s3l_run_create_bucket(struct s3l_call *c)
 	int fd;
 
 	bucket_path(s, c->bucket, path, sizeof(path));
-	pthread_rwlock_wrlock(&s->buckets);
+	pthread_rwlock_wrlock(s->buckets);
 	if (mkdir(path, 0755) < 0) {
 		if (errno == EEXIST)
 			s3l_call_fail(c, 409, "BucketAlreadyOwnedByYou",
@@ -240,7 +240,7 @@ void s3l_run_create_bucket(struct s3l_call *c)
 	store_close(st);
 	c->status = 200;
 out:
-	pthread_rwlock_unlock(&s->buckets);
+	pthread_rwlock_unlock(s->buckets);
 }
 
 void s3l_run_head_bucket(struct s3l_call *c)
@@ -265,7 +265,7 @@ void s3l_run_delete_bucket(struct s3l_call *c)
 	struct stat sb;
 	int data_fd = -1;
 
-	pthread_rwlock_wrlock(&s->buckets);
+	pthread_rwlock_wrlock(s->buckets);
 	bucket_path(s, c->bucket, path, sizeof(path));
 	if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
 		s3l_call_fail(c, 404, "NoSuchBucket", "the bucket \"%s\" does not exist", c->bucket);
@@ -290,7 +290,7 @@ void s3l_run_delete_bucket(struct s3l_call *c)
 	st = NULL;
 	/* Out of the name space first (atomic), then removed at leisure; the
 	 * trash name is not a valid bucket name, so it is never listed. */
-	snprintf(name, sizeof(name), ".s3local-trash-%ld-%lu", (long)getpid(), ++s->trash_seq);
+	snprintf(name, sizeof(name), ".s3local-trash-%ld-%lu", (long)getpid(), ++s->shared->trash_seq);
 	snprintf(trash, sizeof(trash), "%s/%s", s->data_dir, name);
 	if (rename(path, trash) < 0) {
 		s3l_call_fail(c, 500, "InternalError", "cannot remove bucket \"%s\": %s",
@@ -308,7 +308,7 @@ void s3l_run_delete_bucket(struct s3l_call *c)
 	}
 	c->status = 204;
 out:
-	pthread_rwlock_unlock(&s->buckets);
+	pthread_rwlock_unlock(s->buckets);
 	store_close(st);
 	store_list_page_free(&page);
 	store_result_clear(&res);

@@ -106,7 +106,7 @@ void s3l_run_copy(struct s3l_call *c)
 	int owned = 0;
 	char when[40];
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st || s3l_read_copy_source(c, &src, &src_fd) < 0)
 		goto out;
@@ -152,7 +152,7 @@ void s3l_run_copy(struct s3l_call *c)
 	evbuffer_add_printf(b, "</CopyObjectResult>");
 	s3l_take_xml(c, b);
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 	if (src_fd >= 0)
@@ -172,7 +172,7 @@ void s3l_run_get_acl(struct s3l_call *c)
 	struct store *st = NULL;
 	int owned = 0;
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st)
 		goto out;
@@ -189,7 +189,7 @@ void s3l_run_get_acl(struct s3l_call *c)
 	c->xml_len = sizeof(body) - 1;
 	c->status = 200;
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 }

@@ -55,16 +55,24 @@ struct worker_cache {
 	unsigned long tick;
 };
 
-struct s3local {
-	struct event_base *base;
-	struct jobs *jobs;
-	char *data_dir;
-	size_t max_object;
+/* What the s3local instances of every event-loop worker over one data
+ * directory share (s3local_new_sibling): the last one freed frees it. */
+struct s3l_shared {
 	/* Bucket lifetime: object and listing jobs hold it shared (a store
 	 * open would re-create a deleted bucket's directory), CreateBucket
 	 * and DeleteBucket exclusive. */
 	pthread_rwlock_t buckets;
 	unsigned long trash_seq;    /* under buckets, exclusive */
+	int refs;                   /* atomic */
+};
+
+struct s3local {
+	struct event_base *base;
+	struct jobs *jobs;
+	char *data_dir;
+	size_t max_object;
+	struct s3l_shared *shared;
+	pthread_rwlock_t *buckets;  /* &shared->buckets */
 	s3local_upload_fn on_upload; /* loop thread only */
 	void *on_upload_arg;
 	struct worker_cache cache[S3L_WORKERS_MAX];

@@ -262,7 +262,7 @@ void s3l_run_list(struct s3l_call *c)
 	int truncated = 0, owned = 0, done = 0, url = c->url_encoding;
 	struct store *st = NULL;
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st)
 		goto out;
@@ -423,7 +423,7 @@ void s3l_run_list(struct s3l_call *c)
 nomem:
 	s3l_call_fail(c, 503, "SlowDown", "out of memory listing \"%s\"", c->bucket);
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 	for (i = 0; items && i < n; i++)

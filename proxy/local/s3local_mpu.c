@@ -313,7 +313,7 @@ void s3l_run_mpu_create(struct s3l_call *c)
 	cJSON *j = NULL;
 	int owned = 0, ufd = -1, dfd = -1;
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st)
 		goto out;
@@ -349,7 +349,7 @@ void s3l_run_mpu_create(struct s3l_call *c)
 	if (s3l_take_xml(c, b) == 0 && !(c->upload_id = strdup(id)))
 		s3l_call_fail(c, 503, "SlowDown", "out of memory");
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 	if (dfd >= 0)
@@ -370,7 +370,7 @@ void s3l_run_mpu_abort(struct s3l_call *c)
 	struct store *st = NULL;
 	int owned = 0, ufd;
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st || s3l_upload_open(c, &u, 1) < 0)
 		goto out;
@@ -382,7 +382,7 @@ void s3l_run_mpu_abort(struct s3l_call *c)
 	c->status = 204;
 out:
 	s3l_upload_close(&u);
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 }
@@ -397,7 +397,7 @@ void s3l_run_mpu_list_parts(struct s3l_call *c)
 	int owned = 0, marker = c->part_number, max = c->max_keys, last = 0;
 	char when[40], etag[40];
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	if (!b) {
 		s3l_call_fail(c, 503, "SlowDown", "out of memory");
 		goto out;
@@ -436,7 +436,7 @@ void s3l_run_mpu_list_parts(struct s3l_call *c)
 	s3l_take_xml(c, b);
 out:
 	s3l_upload_close(&u);
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 	free(parts);
@@ -472,7 +472,7 @@ void s3l_run_mpu_list_uploads(struct s3l_call *c)
 	int owned = 0, ufd = -1;
 	char when[40];
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	if (!b) {
 		s3l_call_fail(c, 503, "SlowDown", "out of memory");
 		goto out;
@@ -551,7 +551,7 @@ void s3l_run_mpu_list_uploads(struct s3l_call *c)
 			    i < n ? "true" : "false");
 	s3l_take_xml(c, b);
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 	if (ufd >= 0)

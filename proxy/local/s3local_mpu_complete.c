@@ -253,7 +253,7 @@ void s3l_run_mpu_complete(struct s3l_call *c)
 
 	if (s3l_prepare_body(c, &none) < 0 || parse_complete(c, &p) < 0)
 		goto free_parse;
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st || s3l_upload_open(c, &u, 1) < 0)
 		goto out;
@@ -302,7 +302,7 @@ void s3l_run_mpu_complete(struct s3l_call *c)
 	evbuffer_add_printf(b, "</CompleteMultipartUploadResult>");
 	s3l_take_xml(c, b);
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 	for (i = 0; r && i < nopen; i++)

@@ -169,7 +169,7 @@ void s3l_run_mpu_part(struct s3l_call *c)
 	unsigned char md5[16];
 	int owned = 0, spooled = 0;
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st)
 		goto out;
@@ -217,7 +217,7 @@ void s3l_run_mpu_part(struct s3l_call *c)
 		s3l_take_xml(c, b);
 	}
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 	s3l_upload_close(&u);

@@ -323,7 +323,7 @@ void s3l_run_put(struct s3l_call *c)
 	struct store *st = NULL;
 	int owned = 0;
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st || s3l_prepare_body(c, &r) < 0)
 		goto out;
@@ -350,7 +350,7 @@ void s3l_run_put(struct s3l_call *c)
 		s3l_put_object(c, st, &opts, c->body ? c->body : "", c->body_len);
 	}
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 }
@@ -376,7 +376,7 @@ void s3l_run_delete(struct s3l_call *c)
 	int owned = 0, attempt;
 	enum store_code code;
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st)
 		goto out;
@@ -420,7 +420,7 @@ void s3l_run_delete(struct s3l_call *c)
 	s3l_call_fail(c, 503, "SlowDown",
 		      "the key \"%s\" kept changing under concurrent writers; retry", c->key);
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 	store_result_clear(&cur);
@@ -518,7 +518,7 @@ void s3l_run_get_or_head(struct s3l_call *c)
 	int owned = 0;
 	enum store_code code;
 
-	pthread_rwlock_rdlock(&c->s->buckets);
+	pthread_rwlock_rdlock(c->s->buckets);
 	st = s3l_bucket_store(c, &owned);
 	if (!st)
 		goto out;
@@ -544,7 +544,7 @@ void s3l_run_get_or_head(struct s3l_call *c)
 		goto out;
 	c->status = c->partial ? 206 : 200;
 out:
-	pthread_rwlock_unlock(&c->s->buckets);
+	pthread_rwlock_unlock(c->s->buckets);
 	if (st)
 		s3l_release_store(st, owned);
 }

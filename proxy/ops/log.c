@@ -24,7 +24,7 @@ static const char *const level_names[] = {
 
 void log_set_level(enum log_level level)
 {
-	log_threshold = level;
+	__atomic_store_n(&log_threshold, level, __ATOMIC_RELAXED); /* read by every loop */
 }
 
 int log_parse_level(const char *name, enum log_level *level)

@@ -31,7 +31,7 @@ void log_write(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 #define log_at(level, ...) do { \
-	if ((level) >= log_threshold) \
+	if ((level) >= __atomic_load_n(&log_threshold, __ATOMIC_RELAXED)) \
 		log_write((level), __VA_ARGS__); \
 } while (0)
 

@@ -1,7 +1,10 @@
 /* metrics.c — counters, gauges and histograms with labels, rendered in the
  * Prometheus text format. It keeps values in memory only; serving them over
- * HTTP is the lock API's job. */
+ * HTTP is the lock API's job. One registry serves every event-loop worker:
+ * a mutex per registry makes each update and each rendering atomic (an
+ * update is a few arithmetic operations, so the lock is held briefly). */
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,13 +39,20 @@ struct metrics_family {
 };
 
 struct metrics {
+	pthread_mutex_t mu;     /* everything below and every family's series */
 	struct metrics_family *first, *last;
 	uint64_t dropped;
 };
 
 struct metrics *metrics_new(void)
 {
-	return calloc(1, sizeof(struct metrics));
+	struct metrics *m = calloc(1, sizeof(struct metrics));
+
+	if (m && pthread_mutex_init(&m->mu, NULL) != 0) {
+		free(m);
+		return NULL;
+	}
+	return m;
 }
 
 static void family_free(struct metrics_family *f)
@@ -74,6 +84,7 @@ void metrics_free(struct metrics *m)
 		next = f->next;
 		family_free(f);
 	}
+	pthread_mutex_destroy(&m->mu);
 	free(m);
 }
 
@@ -136,11 +147,19 @@ struct metrics_family *metrics_register(struct metrics *m, enum metrics_type typ
 		if (!(f->label_names[i] = strdup(label_names[i])))
 			goto fail;
 	f->registry = m;
+	pthread_mutex_lock(&m->mu);
+	for (g = m->first; g; g = g->next) {
+		if (strcmp(g->name, name) == 0) {
+			pthread_mutex_unlock(&m->mu);
+			goto fail;
+		}
+	}
 	if (m->last)
 		m->last->next = f;
 	else
 		m->first = f;
 	m->last = f;
+	pthread_mutex_unlock(&m->mu);
 	return f;
 fail:
 	family_free(f);
@@ -190,7 +209,7 @@ drop:
 	return NULL;
 }
 
-int metrics_add(struct metrics_family *f, const char *const *values, double v)
+static int metrics_add_locked(struct metrics_family *f, const char *const *values, double v)
 {
 	struct series *s;
 
@@ -203,7 +222,7 @@ int metrics_add(struct metrics_family *f, const char *const *values, double v)
 	return 0;
 }
 
-int metrics_set(struct metrics_family *f, const char *const *values, double v)
+static int metrics_set_locked(struct metrics_family *f, const char *const *values, double v)
 {
 	struct series *s;
 
@@ -217,7 +236,7 @@ int metrics_set(struct metrics_family *f, const char *const *values, double v)
 	return 0;
 }
 
-int metrics_observe(struct metrics_family *f, const char *const *values, double v)
+static int metrics_observe_locked(struct metrics_family *f, const char *const *values, double v)
 {
 	struct series *s;
 	size_t i;
@@ -233,6 +252,23 @@ int metrics_observe(struct metrics_family *f, const char *const *values, double 
 	s->count++;
 	return 0;
 }
+
+/* The public updates: one at a time per registry. */
+#define LOCKED_UPDATE(fn)                                                          \
+	int fn(struct metrics_family *f, const char *const *values, double v)      \
+	{                                                                          \
+		int rc;                                                            \
+                                                                                   \
+		if (!f)                                                            \
+			return -1;                                                 \
+		pthread_mutex_lock(&f->registry->mu);                              \
+		rc = fn##_locked(f, values, v);                                    \
+		pthread_mutex_unlock(&f->registry->mu);                            \
+		return rc;                                                         \
+	}
+LOCKED_UPDATE(metrics_add)
+LOCKED_UPDATE(metrics_set)
+LOCKED_UPDATE(metrics_observe)
 
 /* A float as Prometheus reads it: shortest of %.15g/%.17g that round-trips. */
 static void fmt_value(char *buf, size_t len, double v)
@@ -343,12 +379,14 @@ char *metrics_render(const struct metrics *m, size_t *len)
 	out = open_memstream(&buf, &size);
 	if (!out)
 		return NULL;
+	pthread_mutex_lock((pthread_mutex_t *)&m->mu);
 	for (f = m->first; f; f = f->next)
 		render_family(out, f);
 	fprintf(out, "# HELP fencegate_metrics_dropped_total Metric updates dropped "
 		"(series cap reached or out of memory).\n"
 		"# TYPE fencegate_metrics_dropped_total counter\n"
 		"fencegate_metrics_dropped_total %llu\n", (unsigned long long)m->dropped);
+	pthread_mutex_unlock((pthread_mutex_t *)&m->mu);
 	if (ferror(out)) {
 		fclose(out);
 		free(buf);

@@ -7,7 +7,8 @@
  * influence (methods, lock names) cannot grow memory without bound: past the
  * cap updates are dropped and counted in fencegate_metrics_dropped_total.
  * Label values are escaped (\\ \" \n) and invalid UTF-8 becomes U+FFFD.
- * No I/O, no clock; not thread-safe (one event loop). */
+ * No I/O, no clock. Thread-safe: one registry serves every event-loop
+ * worker (updates and rendering take the registry's mutex). */
 #ifndef FENCE_METRICS_H
 #define FENCE_METRICS_H
 
@@ -84,6 +85,12 @@ struct fencegate_metrics {
 	struct metrics_family *store_errors;     /* fencegate_lock_store_errors_total{op} */
 	struct metrics_family *reloads;          /* fencegate_reloads_total{result} */
 	struct metrics_family *self_test;        /* fencegate_self_test_passed */
+	/* With several event-loop workers: called at each scrape, on the
+	 * scraping worker's loop, to set the gauges that live in the workers
+	 * (in flight, connections, ETag cache hits and misses) to the process
+	 * totals; NULL: the scraping proxy's own (one worker). */
+	void (*collect)(struct fencegate_metrics *fm, void *arg);
+	void *collect_arg;
 };
 
 /* The process_* gauges and counter, read now (procstat.h). */

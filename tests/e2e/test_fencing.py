@@ -389,10 +389,12 @@ def test_decision_table(moto, gate):
 def test_two_replicas_zombie(moto):
     b = "fence-replicas"
     moto.create_bucket(b)
-    # B never refreshes on its own: its C stays at 1 (a lagging replica)
-    ga = Gate("--upstream", moto.url, "--access-log", "off")
+    # B never refreshes on its own: its C stays at 1 (a lagging replica).
+    # Each replica is one event loop: the test follows B's own ETag cache
+    # from write to write (with several loops each has its own cache)
+    ga = Gate("--upstream", moto.url, "--access-log", "off", "--workers", "1")
     gb = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "3600s",
-              "--log-level", "debug")
+              "--log-level", "debug", "--workers", "1")
     try:
         e1 = acquire(ga.port, b, "zombie")
         st, h, d = req(gb.port, "PUT", "/%s/cached" % b, b"z1", {"X-Fencing-Token": str(e1)})
@@ -454,9 +456,13 @@ def test_replica_windows(moto):
     300 ms. Storage is read from moto directly."""
     b = "fence-windows"
     moto.create_bucket(b)
-    ga = Gate("--upstream", moto.url, "--access-log", "off")
-    gb = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "3600s")
-    gc = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "300ms")
+    # each replica is one event loop, so that B's zombie meets the cache
+    # entry its own epoch-1 write left (with several loops it could reach
+    # one that never loaded the lock, and be refused for that reason)
+    one = ("--workers", "1")
+    ga = Gate("--upstream", moto.url, "--access-log", "off", *one)
+    gb = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "3600s", *one)
+    gc = Gate("--upstream", moto.url, "--access-log", "off", "--lock-refresh", "300ms", *one)
     try:
         e1 = acquire(ga.port, b, "zombie")
         for g, key in ((gb, "gone"), (gc, "same")):
@@ -714,7 +720,11 @@ def test_one_upstream_request_per_write(moto):
     b = "fence-count"
     moto.create_bucket(b)
     counter = CountingProxy(moto.port)
-    g = Gate("--upstream", counter.url, "--access-log", "off", "--lock-refresh", "3600s")
+    # counts what one instance with a warm ETag cache sends: one event loop
+    # (each worker has its own cache, so a write that reaches a cold one
+    # costs a HEAD more, as with a second replica)
+    g = Gate("--upstream", counter.url, "--access-log", "off", "--lock-refresh", "3600s",
+             "--workers", "1")
     try:
         e = acquire(g.port, b, "count")
         st, h, d = req(g.port, "PUT", "/%s/k" % b, b"first", {"X-Fencing-Token": str(e)})

@@ -309,6 +309,8 @@ def t_limits_reach_front():
         with open(path, "w") as f:
             json.dump({"listen": ["127.0.0.1:%d" % port], "data_dir": d.path,
                        "unrouted_writes": "bucket_lock",
+                       # the exact limit on one listener: one event loop
+                       "workers": 1,
                        "limits": {"header_bytes": 1024, "max_connections": 2}}, f)
         log = open(os.path.join(d.path, "fg.log"), "w")
         proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", path, "--access-log",
