@@ -66,72 +66,6 @@ int64_t lockreg_wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* ---- pure helpers ---------------------------------------------------- */
-
-int lockreg_bucket_valid(const char *name)
-{
-	size_t len, dots = 0;
-	int all_digits_dots = 1;
-
-	if (!name)
-		return 0;
-	len = strlen(name);
-	if (len < 3 || len > LOCKREG_BUCKET_MAX)
-		return 0;
-	for (size_t i = 0; i < len; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
-			return 0;
-		if (c == '.') {
-			dots++;
-			if (i > 0 && name[i - 1] == '.')
-				return 0;
-		} else if (!(c >= '0' && c <= '9')) {
-			all_digits_dots = 0;
-		}
-	}
-	if (name[0] == '.' || name[0] == '-' || name[len - 1] == '.' || name[len - 1] == '-')
-		return 0;
-	if (all_digits_dots && dots == 3)
-		return 0; /* looks like an IPv4 address */
-	return 1;
-}
-
-int lockreg_default_prefix(const char *name, char *out, size_t outlen)
-{
-	int n = snprintf(out, outlen, "locks/%s/lock-", name);
-
-	return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}
-
-int lockreg_store_prefix(const char *store_url, const char *name, char *out, size_t outlen)
-{
-	const char *root = "", *slash;
-	size_t rlen = 0;
-	int n;
-
-	if (!store_url || !name)
-		return -1;
-	if (strncmp(store_url, "s3://", 5) == 0) {
-		slash = strchr(store_url + 5, '/');
-		if (slash == store_url + 5)
-			return -1; /* no bucket */
-		if (slash) {
-			root = slash + 1;
-			rlen = strlen(root);
-			while (rlen && root[rlen - 1] == '/')
-				rlen--;
-		}
-	} else if (strncmp(store_url, "file://", 7) != 0) {
-		return -1;
-	}
-	if (rlen > (size_t)INT32_MAX)
-		return -1;
-	n = snprintf(out, outlen, "%.*s%slocks/%s/lock-", (int)rlen, root, rlen ? "/" : "", name);
-	return n < 0 || (size_t)n >= outlen ? -1 : 0;
-}
-
 /* This entry's C only (a max). Returns 1 if raised. */
 static int raise_local(struct lockreg_entry *e, uint64_t epoch)
 {
@@ -408,15 +342,6 @@ struct lockreg_entry *lockreg_get_at(struct lockreg *r, const char *name, const 
 		return NULL;
 	}
 	return entry_get(r, name, "", store_url, prefix, create, why);
-}
-
-int lockreg_url_in_bucket(const char *store_url, const char *bucket)
-{
-	size_t blen = strlen(bucket);
-
-	return strncmp(store_url, "s3://", 5) == 0 &&
-	       strncmp(store_url + 5, bucket, blen) == 0 &&
-	       (store_url[5 + blen] == '\0' || store_url[5 + blen] == '/');
 }
 
 int lockreg_in_bucket(const struct lockreg_entry *e, const char *bucket)
