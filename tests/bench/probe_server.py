@@ -3,7 +3,7 @@
 
 fencegate refuses a store that ignores conditional writes: it creates a
 probe key twice with If-None-Match: * and needs 412 the second time, and
-writes it with a wrong If-Match expecting 412. The nginx stand-in forwards
+writes and deletes it with a wrong If-Match expecting 412. The nginx stand-in forwards
 only those probe keys here; it carries none of the measured traffic.
 Usage: probe_server.py PORT (listens on 127.0.0.1 only).
 """
@@ -72,7 +72,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         key = self.path.split("?", 1)[0]
+        im = self.headers.get("If-Match")
         with LOCK:
+            cur = OBJECTS.get(key)
+            if im is not None:
+                if cur is None:
+                    return self.reply(404, s3_error("NoSuchKey", "no such key"))
+                if im != cur and im != "*":
+                    return self.reply(412, s3_error("PreconditionFailed", "etag"))
             OBJECTS.pop(key, None)
         self.reply(204)
 
