@@ -131,7 +131,9 @@ static int cb_headers_complete(http_parser *hp)
 		return -1;
 	if (rc < 0)
 		return parse_fail(x, UPSTREAM_ABORTED, "stopped by the response head callback");
-	return x->head_only ? 1 : 0;
+	/* no body after HEAD, 204 or 304, whatever the head says (RFC 9112
+	 * 6.3; the parser would read a chunked one) */
+	return x->head_only || x->status == 204 || x->status == 304 ? 1 : 0;
 }
 
 /* Body bytes: taken, or held (and the parser paused) until resumed. */

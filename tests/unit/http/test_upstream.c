@@ -470,6 +470,11 @@ static void c_on_done(void *arg, enum upstream_result res, const char *detail)
 
 static const struct upstream_ops cli_ops = { c_read_body, c_on_head, c_on_body, c_on_done };
 
+static void stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
 /* One request through u; returns when on_done ran or the loop broke. */
 static void cli_run(struct upstream *u, struct cli *c, const char *method, const char *url,
 		    int64_t body_length, int expect)
@@ -477,6 +482,7 @@ static void cli_run(struct upstream *u, struct cli *c, const char *method, const
 	struct upstream_request r = { 0 };
 	struct front_hdrs h = { 0 };
 	struct timeval limit = { 10, 0 };
+	struct event *stop;
 	char err[128];
 
 	assert_int_equal(front_hdrs_add(&h, "Host", "test"), 0);
@@ -490,8 +496,10 @@ static void cli_run(struct upstream *u, struct cli *c, const char *method, const
 	c->x = upstream_start(u, &r, &cli_ops, c, err, sizeof(err));
 	front_hdrs_clear(&h);
 	assert_non_null(c->x);
-	event_base_loopexit(c->base, &limit);
+	stop = evtimer_new(c->base, stop_cb, c->base); /* not loopexit: it would outlive this run */
+	evtimer_add(stop, &limit);
 	event_base_dispatch(c->base);
+	event_free(stop);
 }
 
 /* ---- the table ---------------------------------------------------------------- */
