@@ -10,6 +10,7 @@
  * to the caller. */
 #include "upstream_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +130,8 @@ void up_xfer_arm(struct upstream_xfer *x)
 		return;
 	if (!x->conn || !x->conn->connected)
 		ms = c->connect_timeout_ms;
-	else if (x->head_seen)
-		ms = x->recv_paused ? 0 : c->idle_timeout_ms;
+	else if (x->head_seen) /* waiting on the consumer, or on the body after the end */
+		ms = x->recv_paused || (x->complete && x->send_paused) ? 0 : c->idle_timeout_ms;
 	else if (x->expect_wait)
 		ms = c->expect_timeout_ms;
 	else
@@ -262,6 +263,57 @@ static void xfer_pump(struct upstream_xfer *x)
 	up_xfer_arm(x);
 }
 
+/* Writes what the output holds straight to a plain connection's socket,
+ * from here rather than after a round through the loop; only a remainder
+ * waits for EV_WRITE. TLS connections write through their bufferevent. */
+static void xfer_flush(struct upstream_xfer *x)
+{
+	struct bufferevent *bev;
+	struct evbuffer *out;
+	int n;
+
+	if (x->dead || !x->conn || !x->conn->connected || x->t.tls)
+		return;
+	bev = x->conn->bev;
+	out = bufferevent_get_output(bev);
+	if (evbuffer_get_length(out) == 0)
+		return;
+	/* the bufferevent keeps its output's start frozen but while it writes */
+	evbuffer_unfreeze(out, 1);
+	n = evbuffer_write(out, bufferevent_getfd(bev));
+	evbuffer_freeze(out, 1);
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		/* the event callback's path: a retry or a send failure */
+		up_xfer_event_cb(bev, BEV_EVENT_WRITING | BEV_EVENT_ERROR, x);
+		return;
+	}
+	if (evbuffer_get_length(out))
+		bufferevent_enable(bev, EV_WRITE);
+}
+
+/* The response ended and the request is out: on_done, the connection
+ * pooled when it can carry another request. */
+static void xfer_complete(struct upstream_xfer *x)
+{
+	struct bufferevent *bev = x->conn->bev;
+
+	xfer_finish(x, UPSTREAM_OK, "",
+		    !x->no_reuse && x->body_done && !x->eof_seen &&
+		    evbuffer_get_length(bufferevent_get_input(bev)) == 0 &&
+		    evbuffer_get_length(bufferevent_get_output(bev)) == 0);
+}
+
+/* More request bytes, then out with them; a response that ended before the
+ * body was out ends once it is. */
+static void xfer_send(struct upstream_xfer *x)
+{
+	xfer_pump(x);
+	xfer_flush(x);
+	if (!x->dead && x->complete && x->body_done && x->conn &&
+	    evbuffer_get_length(bufferevent_get_output(x->conn->bev)) == 0)
+		xfer_complete(x);
+}
+
 /* Gives x a connection (fresh: never a pooled one) and queues its head. */
 static void xfer_begin(struct upstream_xfer *x, int fresh)
 {
@@ -283,7 +335,7 @@ static void xfer_begin(struct upstream_xfer *x, int fresh)
 		return;
 	}
 	up_xfer_arm(x);
-	xfer_pump(x);
+	xfer_send(x);
 }
 
 /* A failure on a pooled connection before any response byte and before
@@ -306,12 +358,10 @@ static void xfer_read(struct upstream_xfer *x)
 	struct evbuffer *in = bufferevent_get_input(x->conn->bev);
 	int expecting = x->expect_wait;
 
-	if (evbuffer_get_length(in) && x->head_seen)
-		up_xfer_arm(x);
 	switch (up_parse_feed(x, in, x->eof_seen)) {
 	case UP_FEED_MORE:
 		if (expecting && !x->expect_wait)
-			xfer_pump(x); /* 100 Continue */
+			xfer_send(x); /* 100 Continue */
 		up_xfer_arm(x);
 		return;
 	case UP_FEED_PAUSED:
@@ -319,9 +369,15 @@ static void xfer_read(struct upstream_xfer *x)
 		up_xfer_arm(x);
 		return;
 	case UP_FEED_DONE:
-		xfer_finish(x, UPSTREAM_OK, "",
-			    !x->no_reuse && x->body_done && !x->eof_seen &&
-			    evbuffer_get_length(in) == 0);
+		if (!x->body_done && x->status < 300 && !x->eof_seen) {
+			/* a success before the whole body went out: the body
+			 * still goes (as libcurl did), then the end */
+			up_xfer_arm(x);
+			return;
+		}
+		if (!x->body_done)
+			x->no_reuse = 1; /* an error answer: the rest is not sent */
+		xfer_complete(x);
 		return;
 	case UP_FEED_FAILED:
 		xfer_fail(x, x->fail ? x->fail : UPSTREAM_BAD_RESPONSE, x->detail);
@@ -346,8 +402,10 @@ void up_xfer_write_cb(struct bufferevent *bev, void *arg)
 	struct upstream_xfer *x = arg;
 
 	xfer_enter(x);
-	if (!x->dead && !x->body_done)
-		xfer_pump(x);
+	if (!x->dead && (!x->body_done || x->complete))
+		xfer_send(x);
+	if (!x->dead && !x->t.tls && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_disable(bev, EV_WRITE); /* xfer_flush writes first again */
 	xfer_leave(x);
 }
 
@@ -406,7 +464,7 @@ void up_xfer_event_cb(struct bufferevent *bev, short what, void *arg)
 				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		}
 		up_xfer_arm(x);
-		xfer_pump(x);
+		xfer_send(x);
 	} else if (what & BEV_EVENT_EOF) {
 		if (!x->got_bytes && evbuffer_get_length(bufferevent_get_input(bev)) == 0 &&
 		    xfer_retry(x)) {
@@ -414,10 +472,17 @@ void up_xfer_event_cb(struct bufferevent *bev, short what, void *arg)
 			return;
 		}
 		x->eof_seen = 1;
-		if (!x->recv_paused)
+		if (x->complete) /* answered; the rest of the body is not wanted */
+			xfer_complete(x);
+		else if (!x->recv_paused)
 			xfer_read(x);
 	} else if (what & BEV_EVENT_ERROR) {
-		xfer_conn_error(x, what);
+		if (x->complete) {
+			x->no_reuse = 1;
+			xfer_complete(x);
+		} else {
+			xfer_conn_error(x, what);
+		}
 	}
 	xfer_leave(x);
 }
@@ -436,7 +501,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (x->expect_wait && x->conn && x->conn->connected && !x->head_seen) {
 		x->expect_wait = 0; /* no 100 Continue in time: send anyway */
-		xfer_pump(x);
+		xfer_send(x);
 		up_xfer_arm(x);
 	} else {
 		detail = !x->conn || !x->conn->connected ? "connect timed out" :
@@ -480,7 +545,7 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 				break;
 			}
 		}
-		xfer_pump(x);
+		xfer_send(x);
 		up_xfer_arm(x);
 	}
 	xfer_leave(x);

@@ -262,7 +262,8 @@ static int conn_open(struct upstream_xfer *x, enum upstream_result *res)
 	bufferevent_setcb(c->bev, up_xfer_read_cb, up_xfer_write_cb, up_xfer_event_cb, x);
 	bufferevent_setwatermark(c->bev, EV_WRITE, UP_SEND_WINDOW / 2, 0);
 	bufferevent_set_max_single_write(c->bev, UP_SEND_WINDOW);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	/* plain sockets are written from upstream.c first (xfer_flush) */
+	bufferevent_enable(c->bev, x->t.tls ? EV_READ | EV_WRITE : EV_READ);
 	if (sslen) {
 		if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&ss, (int)sslen) < 0) {
 			snprintf(x->detail, sizeof(x->detail), "cannot connect to %.64s port %u: %s",
@@ -326,7 +327,10 @@ int up_conn_attach(struct upstream_xfer *x, int fresh, enum upstream_result *res
 		bufferevent_setcb(c->bev, up_xfer_read_cb, up_xfer_write_cb, up_xfer_event_cb, x);
 		bufferevent_setwatermark(c->bev, EV_WRITE, UP_SEND_WINDOW / 2, 0);
 		bufferevent_set_max_single_write(c->bev, UP_SEND_WINDOW);
-		bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+		/* plain sockets are written from upstream.c first (xfer_flush) */
+		if (!x->t.tls)
+			bufferevent_disable(c->bev, EV_WRITE);
+		bufferevent_enable(c->bev, x->t.tls ? EV_READ | EV_WRITE : EV_READ);
 		return 0;
 	}
 	return conn_open(x, res);

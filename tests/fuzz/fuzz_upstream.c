@@ -6,6 +6,7 @@
  * exactly once (none after a cancel), on_head at most once, never more body
  * bytes than the framing allows (none for HEAD, 1xx, 204, 304; at most
  * Content-Length; exactly that on success). */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,8 +125,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1 || size > 65536)
 		return 0;
-	if (!base)
+	if (!base) {
+		signal(SIGPIPE, SIG_IGN); /* as fencegate's main() does */
 		base = event_base_new();
+	}
 	st.base = base;
 	st.opts = data[0];
 	data++;
