@@ -182,8 +182,8 @@ static enum pump_step pump_piece(struct upstream_xfer *x, struct evbuffer_iovec 
 
 		for (int i = 0; i < 8; i++)
 			p[i] = hex[(n >> (4 * (7 - i))) & 0xf];
-		memcpy(p + 8, "\r\n", 2);
-		memcpy(p + 10 + n, "\r\n", 2);
+		p[8] = p[10 + n] = '\r';
+		p[9] = p[11 + n] = '\n';
 	}
 	v->iov_len = n + frame;
 	x->body_taken += (int64_t)n;

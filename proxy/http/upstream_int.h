@@ -16,10 +16,10 @@
 
 /* Request body bytes asked of read_body at once, and how many request bytes
  * may wait in a connection's output before read_body is asked for more. */
-#define UP_BODY_PIECE   (64 * 1024)
-#define UP_SEND_WINDOW  (128 * 1024)
+#define UP_BODY_PIECE   ((size_t)64 * 1024)
+#define UP_SEND_WINDOW  ((size_t)128 * 1024)
 /* A response head larger than this is a bad response (libcurl's limit). */
-#define UP_HEAD_MAX     (100 * 1024)
+#define UP_HEAD_MAX     ((size_t)100 * 1024)
 /* A pooled connection unused this long is closed (libcurl: 118 s). */
 #define UP_IDLE_CONN_MS 118000L
 

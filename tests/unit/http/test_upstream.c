@@ -587,7 +587,7 @@ static void run_row(const struct row *w)
 	struct event_base *base = event_base_new();
 	struct srv *s = srv_start(w->script);
 	struct upstream *u;
-	struct cli c;
+	struct cli c = { 0 };
 	char url[128], err[128];
 
 	upstream_config_default(&cfg);
@@ -727,7 +727,7 @@ static void test_free_in_flight(void **state)
 	struct upstream *u = upstream_new(base, NULL, NULL, 0);
 	struct upstream_request r = { .method = "GET", .body_length = -1 };
 	struct cli c = { 0 };
-	struct timeval tv = { 0, 50 * 1000 };
+	struct timeval tv = { 0, 50000 };
 	char url[64], err[64];
 
 	(void)state;
