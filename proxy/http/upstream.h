@@ -76,8 +76,8 @@ struct upstream_ops {
 	 * from inside upstream_start, upstream_resume_* or upstream_cancel.
 	 * A 2xx that arrives before the whole request body went out ends only
 	 * once it has (an answer >= 300 stops the body and closes the
-	 * connection). The transfer is freed right after this returns. detail is a short
-	 * lowercase message (may be ""). */
+	 * connection). The transfer is freed right after this returns.
+	 * detail is a short lowercase message (may be ""). */
 	void (*on_done)(void *arg, enum upstream_result res, const char *detail);
 };
 

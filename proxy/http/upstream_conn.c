@@ -3,7 +3,8 @@
  * bufferevents (IP literals connected directly, host names resolved with
  * evdns so the loop never blocks), TLS with bufferevent_openssl and the
  * checks libcurl made (system CAs or ca_file plus the system CA directory,
- * host name or IP address verified, SNI for names, `insecure` to skip).
+ * host name or IP address verified, SNI for names, `insecure` to skip,
+ * the last session resumed on a new connection).
  * It knows nothing of requests or responses: upstream.c drives it. */
 #include "upstream_int.h"
 
@@ -40,8 +41,17 @@ static void conn_free(struct up_conn *c)
 			c->next->prev = c->prev;
 		u->n_idle--;
 	}
-	if (c->bev)
+	if (c->bev) {
+		SSL *ssl = c->connected ? bufferevent_openssl_get_ssl(c->bev) : NULL;
+
+		/* close_notify, as libcurl sent it: a session of a connection
+		 * freed without it would count as cut short, not resumable */
+		if (ssl) {
+			SSL_shutdown(ssl);
+			ERR_clear_error();
+		}
 		bufferevent_free(c->bev);
+	}
 	free(c->origin);
 	free(c);
 }
@@ -101,6 +111,10 @@ void up_pool_clear(struct upstream *u)
 {
 	while (u->idle)
 		conn_free(u->idle);
+	SSL_SESSION_free(u->tls_session);
+	free(u->tls_origin);
+	u->tls_session = NULL;
+	u->tls_origin = NULL;
 }
 
 int up_pool_adopt(struct upstream *u, const char *origin, evutil_socket_t fd)
@@ -119,6 +133,23 @@ int up_pool_adopt(struct upstream *u, const char *origin, evutil_socket_t fd)
 	c->connected = 1;
 	pool_push(u, c);
 	return 0;
+}
+
+/* A session (a TLS 1.3 ticket, or the TLS 1.2 session) the server gave:
+ * kept, so the next new connection to the origin resumes it instead of a
+ * full handshake, as libcurl's session cache did. Takes s (returns 1). */
+static int tls_new_session_cb(SSL *ssl, SSL_SESSION *s)
+{
+	struct up_conn *c = SSL_get_app_data(ssl);
+	char *origin = c ? strdup(c->origin) : NULL;
+
+	if (!origin)
+		return 0;
+	SSL_SESSION_free(c->u->tls_session);
+	free(c->u->tls_origin);
+	c->u->tls_session = s;
+	c->u->tls_origin = origin;
+	return 1;
 }
 
 /* The client context, made once: verification as libcurl did it. */
@@ -149,13 +180,17 @@ static SSL_CTX *tls_ctx(struct upstream *u, char *err, size_t errlen)
 		}
 		ERR_clear_error();
 	}
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+				       SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, tls_new_session_cb);
 	u->ssl_ctx = ctx;
 	return ctx;
 }
 
 /* One SSL for host: SNI for names, the name or address checked against the
  * certificate unless insecure. */
-static SSL *tls_new(struct upstream *u, const char *host, int is_ip, char *err, size_t errlen)
+static SSL *tls_new(struct upstream *u, const char *origin, const char *host, int is_ip,
+		    char *err, size_t errlen)
 {
 	SSL_CTX *ctx = tls_ctx(u, err, errlen);
 	SSL *ssl = ctx ? SSL_new(ctx) : NULL;
@@ -167,6 +202,8 @@ static SSL *tls_new(struct upstream *u, const char *host, int is_ip, char *err, 
 	}
 	if (!is_ip && SSL_set_tlsext_host_name(ssl, host) != 1)
 		goto fail;
+	if (u->tls_session && strcmp(u->tls_origin, origin) == 0)
+		SSL_set_session(ssl, u->tls_session); /* a failure means a full handshake */
 	if (!u->cfg.insecure) {
 		X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
 
@@ -242,9 +279,10 @@ static int conn_open(struct upstream_xfer *x, enum upstream_result *res)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	if (x->t.tls) {
-		ssl = tls_new(u, x->t.host, sslen != 0, x->detail, sizeof(x->detail));
+		ssl = tls_new(u, x->t.origin, x->t.host, sslen != 0, x->detail, sizeof(x->detail));
 		if (!ssl)
 			goto fail;
+		SSL_set_app_data(ssl, c);
 		c->bev = bufferevent_openssl_socket_new(u->base, fd, ssl,
 							BUFFEREVENT_SSL_CONNECTING, opts);
 		ssl = NULL; /* the bufferevent's, also when it failed */

@@ -36,6 +36,8 @@ struct upstream {
 	struct upstream_config cfg;
 	char *ca_file;               /* owned copy of cfg.ca_file */
 	SSL_CTX *ssl_ctx;            /* made at the first https transfer */
+	SSL_SESSION *tls_session;    /* to resume, as libcurl's session cache did */
+	char *tls_origin;            /* the origin tls_session belongs to */
 	struct evdns_base *dns;      /* made at the first host name */
 	struct upstream_xfer *xfers; /* every transfer not yet freed */
 	struct up_conn *idle;        /* pooled connections, most recent first */
