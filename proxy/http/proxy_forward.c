@@ -143,7 +143,7 @@ static int sign_forward(struct proxy_req *req, struct front_hdrs *fwd,
 	if (!sh)
 		goto out;
 	/* sign host, every x-amz-* (S3 refuses unsigned ones), content-md5
-	 * and content-type: headers libcurl sends exactly as given */
+	 * and content-type: headers the upstream client sends exactly as given */
 	for (size_t i = 0; i < fwd->n; i++) {
 		const char *name = fwd->v[i].name;
 
@@ -299,7 +299,7 @@ static void resend_cb(evutil_socket_t fd, short what, void *arg)
 	preq_put(req);
 }
 
-/* Re-sends on the next loop turn (never from inside a libcurl callback). */
+/* Re-sends on the next loop turn (never from inside an upstream callback). */
 static void schedule_resend(struct proxy_req *req)
 {
 	struct timeval zero = {0, 0};

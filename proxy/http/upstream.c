@@ -1,61 +1,29 @@
-/* upstream.c — libcurl multi driven by the daemon's libevent loop.
- *
- * Sockets libcurl wants watched get one persistent event each; libcurl's
- * timer is one evtimer; completed transfers are reaped after every
- * curl_multi_socket_action. Each transfer also has our own progress timer
- * (first byte, idle), which is stopped while the transfer waits on the
- * client, so a slow client is judged by the front end's timeouts, not ours.
- * Retries, signing and the meaning of statuses belong to the caller. */
-#include "upstream.h"
+/* upstream.c — HTTP/1.1 transfers to the upstream on the daemon's own
+ * libevent loop: the request head built once and written with one
+ * evbuffer_add, the body pulled from read_body in large pieces (chunked when
+ * its length is unknown, after 100 Continue when asked), the response
+ * parsed by upstream_parse.c, connections from upstream_conn.c's pool. It
+ * owns the timeouts (connect, first byte, idle, total; the progress timer
+ * stops while the transfer waits on its consumer), back-pressure both ways
+ * and the one retry of a request that met a stale pooled connection.
+ * Retries of answered requests, signing and the meaning of statuses belong
+ * to the caller. */
+#include "upstream_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/dns.h>
 
 #include "ops/log.h"
-
-/* Easy handles kept for reuse after a transfer (curl_easy_reset keeps the
- * allocation, skips curl_easy_init/cleanup per request); bounded. */
-#define UPSTREAM_EASY_POOL 64
-
-struct upstream {
-	struct event_base *base;
-	struct upstream_config cfg;
-	CURLM *multi;
-	struct event *timer;
-	int running;
-	size_t active;
-	struct upstream_xfer *xfers; /* every transfer not yet freed */
-	CURL *idle[UPSTREAM_EASY_POOL]; /* reset easy handles for reuse */
-	size_t n_idle;
-};
-
-/* States: sending (head not seen), receiving (after on_head), done (reaped
- * or cancelled). pause_mask holds CURLPAUSE_SEND / CURLPAUSE_RECV while the
- * transfer waits on its consumer. */
-struct upstream_xfer {
-	struct upstream *u;
-	struct upstream_xfer *prev, *next;
-	CURL *easy;
-	struct curl_slist *slist;
-	struct upstream_ops ops;
-	void *arg;
-	struct event *progress;  /* first byte / idle timer */
-	int pause_mask;
-	int head_seen;
-	int body_sent;           /* read_body returned 0 */
-	int aborted;             /* a callback asked to stop */
-	int timed_out;           /* our progress timer fired */
-	int cancelled;           /* upstream_cancel: no more callbacks */
-	int in_callback;
-	int head_only;
-	int status;
-	struct front_hdrs hdrs;
-	char errbuf[CURL_ERROR_SIZE];
-};
 
 const char *upstream_strerror(enum upstream_result res)
 {
@@ -82,6 +50,8 @@ void upstream_config_default(struct upstream_config *c)
 	c->max_connections = 64;
 }
 
+/* ---- the transfer's life ------------------------------------------------- */
+
 static void xfer_free(struct upstream_xfer *x)
 {
 	if (!x)
@@ -92,347 +62,520 @@ static void xfer_free(struct upstream_xfer *x)
 		x->u->xfers = x->next;
 	if (x->next)
 		x->next->prev = x->prev;
-	if (x->easy) {
-		struct upstream *u = x->u;
-
-		/* only a handle the multi really let go of is reused */
-		if (curl_multi_remove_handle(u->multi, x->easy) == CURLM_OK &&
-		    u->n_idle < UPSTREAM_EASY_POOL) {
-			curl_easy_reset(x->easy);
-			u->idle[u->n_idle++] = x->easy;
-		} else {
-			curl_easy_cleanup(x->easy);
-		}
-		u->active--;
-	}
-	curl_slist_free_all(x->slist);
-	if (x->progress)
-		event_free(x->progress);
-	front_hdrs_clear(&x->hdrs);
+	if (x->linked)
+		x->u->active--;
+	up_conn_release(x, 0);
+	if (x->timer)
+		event_free(x->timer);
+	if (x->total)
+		event_free(x->total);
+	if (x->kick)
+		event_free(x->kick);
+	up_parse_clear(x);
+	free(x->head);
+	free(x->t.origin);
+	free(x->t.host);
 	free(x);
 }
 
-/* (Re)arms the progress timer for the transfer's current phase, or stops it
- * while the transfer waits on its consumer. */
-static void xfer_arm(struct upstream_xfer *x)
+/* Every way into a transfer from the loop goes through enter/leave, so a
+ * transfer finished or cancelled deep inside is freed on the way out. */
+static void xfer_enter(struct upstream_xfer *x)
 {
-	long ms = 0;
+	x->depth++;
+}
+
+static void xfer_leave(struct upstream_xfer *x)
+{
+	if (--x->depth == 0 && x->dead)
+		xfer_free(x);
+}
+
+/* Ends x: the connection pooled (keep) or closed, then one on_done unless
+ * cancelled. The memory goes at xfer_leave. */
+static void xfer_finish(struct upstream_xfer *x, enum upstream_result res, const char *detail,
+			int keep)
+{
+	if (x->dead)
+		return;
+	x->dead = 1;
+	evtimer_del(x->timer);
+	if (x->total)
+		evtimer_del(x->total);
+	event_del(x->kick);
+	/* pooled before on_done, so a request it starts can reuse it */
+	if (keep)
+		up_conn_release(x, 1);
+	if (res != UPSTREAM_OK && res != UPSTREAM_ABORTED)
+		log_debug("upstream transfer failed: \"%s\"", detail);
+	if (!x->cancelled) {
+		x->depth++;
+		x->ops.on_done(x->arg, res, detail ? detail : "");
+		x->depth--;
+	}
+}
+
+static void xfer_fail(struct upstream_xfer *x, enum upstream_result res, const char *detail)
+{
+	xfer_finish(x, res, detail, 0);
+}
+
+void up_xfer_arm(struct upstream_xfer *x)
+{
+	const struct upstream_config *c = &x->u->cfg;
+	long ms;
 	struct timeval tv;
 
-	if (!x->head_seen) {
-		if (!(x->pause_mask & CURLPAUSE_SEND))
-			ms = x->u->cfg.first_byte_timeout_ms;
-	} else if (!(x->pause_mask & CURLPAUSE_RECV)) {
-		ms = x->u->cfg.idle_timeout_ms;
-	}
+	if (x->dead)
+		return;
+	if (!x->conn || !x->conn->connected)
+		ms = c->connect_timeout_ms;
+	else if (x->head_seen) /* waiting on the consumer, or on the body after the end */
+		ms = x->recv_paused || (x->complete && x->send_paused) ? 0 : c->idle_timeout_ms;
+	else if (x->expect_wait)
+		ms = c->expect_timeout_ms;
+	else
+		ms = x->send_paused ? 0 : c->first_byte_timeout_ms;
 	if (ms <= 0) {
-		evtimer_del(x->progress);
+		evtimer_del(x->timer);
 		return;
 	}
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(x->progress, &tv);
+	evtimer_add(x->timer, &tv);
 }
 
-static enum upstream_result map_result(const struct upstream_xfer *x, CURLcode rc)
+static void xfer_kick(struct upstream_xfer *x)
 {
-	if (x->timed_out)
-		return UPSTREAM_TIMEOUT;
-	if (x->aborted)
-		return UPSTREAM_ABORTED;
-	switch (rc) {
-	case CURLE_OK:
-		return UPSTREAM_OK;
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		return UPSTREAM_CONNECT_FAILED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return UPSTREAM_TIMEOUT;
-	case CURLE_SEND_ERROR:
-		return x->head_seen ? UPSTREAM_BAD_RESPONSE : UPSTREAM_SEND_FAILED;
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_WEIRD_SERVER_REPLY:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_BAD_CONTENT_ENCODING:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return UPSTREAM_BAD_RESPONSE;
-	default:
-		return UPSTREAM_ERROR;
+	if (!x->kicked && !x->dead) {
+		x->kicked = 1;
+		event_active(x->kick, EV_TIMEOUT, 1);
 	}
 }
 
-/* Ends x: one on_done (unless cancelled), then free. */
-static void xfer_finish(struct upstream_xfer *x, enum upstream_result res, const char *detail)
+/* ---- sending ------------------------------------------------------------- */
+
+/* What one read_body call said. */
+enum pump_step { PUMP_GOT, PUMP_SHORT, PUMP_WAIT, PUMP_END, PUMP_FAIL };
+
+/* Asks read_body for up to room bytes of one reserved extent, framed as a
+ * chunk when the length is unknown. */
+static enum pump_step pump_piece(struct upstream_xfer *x, struct evbuffer_iovec *v, size_t room,
+				 size_t frame)
 {
-	if (!x->cancelled && x->ops.on_done) {
-		x->cancelled = 1;
-		x->ops.on_done(x->arg, res, detail ? detail : "");
-	}
-	xfer_free(x);
-}
-
-static void reap(struct upstream *u)
-{
-	CURLMsg *msg;
-	int left;
-
-	while ((msg = curl_multi_info_read(u->multi, &left))) {
-		struct upstream_xfer *x = NULL;
-
-		if (msg->msg != CURLMSG_DONE)
-			continue;
-		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-		if (!x)
-			continue;
-		{
-			CURLcode rc = msg->data.result;
-			enum upstream_result res = map_result(x, rc);
-			const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
-
-			if (res != UPSTREAM_OK && res != UPSTREAM_ABORTED)
-				log_debug("upstream transfer failed: \"%s\"", detail);
-			xfer_finish(x, res, detail);
-		}
-	}
-}
-
-static void socket_action(struct upstream *u, curl_socket_t fd, int flags)
-{
-	curl_multi_socket_action(u->multi, fd, flags, &u->running);
-	reap(u);
-}
-
-static void sock_event_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct upstream *u = arg;
-	int flags = (what & EV_READ ? CURL_CSELECT_IN : 0) |
-		    (what & EV_WRITE ? CURL_CSELECT_OUT : 0);
-
-	socket_action(u, fd, flags);
-}
-
-static void timer_event_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct upstream *u = arg;
-
-	socket_action(u, CURL_SOCKET_TIMEOUT, 0);
-}
-
-static int multi_timer_cb(CURLM *multi, long timeout_ms, void *arg)
-{
-	struct upstream *u = arg;
-	struct timeval tv;
-
-	if (timeout_ms < 0) {
-		evtimer_del(u->timer);
-		return 0;
-	}
-	tv.tv_sec = timeout_ms / 1000;
-	tv.tv_usec = (timeout_ms % 1000) * 1000;
-	evtimer_add(u->timer, &tv);
-	return 0;
-}
-
-static int multi_socket_cb(CURL *easy, curl_socket_t s, int what, void *arg, void *sockp)
-{
-	struct upstream *u = arg;
-	struct event *ev = sockp;
-	short kind;
-
-	if (what == CURL_POLL_REMOVE) {
-		if (ev) {
-			event_free(ev);
-			curl_multi_assign(u->multi, s, NULL);
-		}
-		return 0;
-	}
-	kind = (short)(EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) |
-		       (what & CURL_POLL_OUT ? EV_WRITE : 0));
-	if (ev) {
-		event_del(ev);
-		event_assign(ev, u->base, s, kind, sock_event_cb, u);
-	} else {
-		ev = event_new(u->base, s, kind, sock_event_cb, u);
-		if (!ev)
-			return -1;
-		curl_multi_assign(u->multi, s, ev);
-	}
-	event_add(ev, NULL);
-	return 0;
-}
-
-static void progress_timeout_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct upstream_xfer *x = arg;
-
-	x->timed_out = 1;
-	log_info("upstream %s timed out", x->head_seen ? "response body" : "response head");
-	xfer_finish(x, UPSTREAM_TIMEOUT, x->head_seen ? "no response data in time" :
-		    "no response head in time");
-}
-
-static size_t read_cb(char *buf, size_t size, size_t nitems, void *arg)
-{
-	struct upstream_xfer *x = arg;
 	size_t n;
 
-	if (x->cancelled || x->aborted)
-		return CURL_READFUNC_ABORT;
-	x->in_callback++;
-	n = x->ops.read_body(x->arg, buf, size * nitems);
-	x->in_callback--;
-	if (x->cancelled)
-		return CURL_READFUNC_ABORT;
-	if (n == UPSTREAM_BODY_FAIL) {
-		x->aborted = 1;
-		return CURL_READFUNC_ABORT;
-	}
-	if (n == UPSTREAM_BODY_WAIT) {
-		x->pause_mask |= CURLPAUSE_SEND;
-		xfer_arm(x);
-		return CURL_READFUNC_PAUSE;
-	}
+	x->depth++;
+	n = x->ops.read_body(x->arg, (char *)v->iov_base + (frame ? 10 : 0), room - frame);
+	x->depth--;
+	v->iov_len = 0;
+	if (n == UPSTREAM_BODY_WAIT)
+		return PUMP_WAIT;
 	if (n == 0)
-		x->body_sent = 1;
-	xfer_arm(x);
-	return n;
+		return PUMP_END;
+	if (n == UPSTREAM_BODY_FAIL || n > room - frame)
+		return PUMP_FAIL;
+	if (frame) {
+		/* the chunk size in 8 hex digits (leading zeros are allowed) */
+		static const char hex[] = "0123456789abcdef";
+		char *p = v->iov_base;
+
+		for (int i = 0; i < 8; i++)
+			p[i] = hex[(n >> (4 * (7 - i))) & 0xf];
+		p[8] = p[10 + n] = '\r';
+		p[9] = p[11 + n] = '\n';
+	}
+	v->iov_len = n + frame;
+	x->body_taken += (int64_t)n;
+	return n + frame < room ? PUMP_SHORT : PUMP_GOT;
 }
 
-/* Parses one response header line into the transfer. */
-static size_t header_cb(char *line, size_t size, size_t nitems, void *arg)
+/* Fills the connection's output from read_body up to UP_SEND_WINDOW, in
+ * pieces of up to UP_BODY_PIECE read straight into the output buffer (the
+ * free space of its last chunk first: small pieces allocate nothing). */
+static void xfer_pump(struct upstream_xfer *x)
 {
-	struct upstream_xfer *x = arg;
-	size_t len = size * nitems, total = len;
-	const char *colon;
-	int rc;
+	struct evbuffer *out;
+	const size_t frame = x->body_length == -2 ? 12 : 0; /* "%08zx\r\n" ... "\r\n" */
+	enum pump_step step = PUMP_GOT;
 
-	if (x->cancelled || x->aborted)
-		return 0;
-	if (x->head_seen)
-		return total; /* trailers: not relayed */
-	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-		len--;
-	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
-		const char *sp = memchr(line, ' ', len);
+	if (x->dead || !x->conn || !x->conn->connected || x->body_done || x->expect_wait ||
+	    x->send_paused)
+		return;
+	out = bufferevent_get_output(x->conn->bev);
+	while (step == PUMP_GOT || step == PUMP_SHORT) {
+		struct evbuffer_iovec v[2];
+		size_t want = UP_BODY_PIECE;
+		int nv, used = 0;
 
-		front_hdrs_clear(&x->hdrs);
-		x->status = sp ? atoi(sp + 1) : 0;
-		return total;
-	}
-	if (len == 0) {
-		if (x->status >= 100 && x->status < 200)
-			return total; /* interim response: the final one follows */
-		x->head_seen = 1;
-		xfer_arm(x);
-		x->in_callback++;
-		rc = x->ops.on_head(x->arg, x->status, &x->hdrs);
-		x->in_callback--;
-		if (rc < 0 || x->cancelled) {
-			x->aborted = 1;
-			return 0;
+		if (evbuffer_get_length(out) >= UP_SEND_WINDOW)
+			break;
+		if (x->body_length >= 0) {
+			int64_t left = x->body_length - x->body_taken;
+
+			if (left == 0) {
+				x->body_done = 1;
+				break;
+			}
+			if ((int64_t)want > left)
+				want = (size_t)left;
 		}
-		return total;
-	}
-	if ((line[0] == ' ' || line[0] == '\t') && x->hdrs.n) {
-		/* obs-fold from upstream: join with a space */
-		struct front_hdr *h = &x->hdrs.v[x->hdrs.n - 1];
-		size_t old = strlen(h->value), i = 0;
-		char *nv;
+		nv = evbuffer_reserve_space(out, (ev_ssize_t)(want + frame), v, 2);
+		if (nv < 1) {
+			xfer_fail(x, UPSTREAM_ERROR, "out of memory");
+			return;
+		}
+		step = PUMP_GOT;
+		for (int i = 0; i < nv && step == PUMP_GOT && want > 0; i++) {
+			size_t room = v[i].iov_len > want + frame ? want + frame : v[i].iov_len;
 
-		while (i < len && (line[i] == ' ' || line[i] == '\t'))
-			i++;
-		nv = realloc(h->value, old + 1 + (len - i) + 1);
-		if (!nv)
-			return 0;
-		nv[old] = ' ';
-		memcpy(nv + old + 1, line + i, len - i);
-		nv[old + 1 + len - i] = '\0';
-		h->value = nv;
-		return total;
+			used = i + 1;
+			if (room <= frame + 64 && i + 1 < nv) {
+				v[i].iov_len = 0; /* a sliver: the next extent */
+				continue;
+			}
+			step = pump_piece(x, &v[i], room, frame);
+			if (x->dead)
+				return;
+			want -= v[i].iov_len ? v[i].iov_len - frame : 0;
+		}
+		if (evbuffer_commit_space(out, v, used) < 0) {
+			xfer_fail(x, UPSTREAM_ERROR, "cannot queue the request body");
+			return;
+		}
 	}
-	colon = memchr(line, ':', len);
-	if (!colon || colon == line)
-		return total; /* not a header: skip it rather than fail */
-	{
-		const char *v = colon + 1, *end = line + len;
-		size_t nlen = (size_t)(colon - line);
-
-		while (nlen && (line[nlen - 1] == ' ' || line[nlen - 1] == '\t'))
-			nlen--;
-		while (v < end && (*v == ' ' || *v == '\t'))
-			v++;
-		while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-			end--;
-		if (front_hdrs_addn(&x->hdrs, line, nlen, v, (size_t)(end - v)) < 0)
-			return 0;
+	if (step == PUMP_WAIT) {
+		x->send_paused = 1;
+	} else if (step == PUMP_FAIL) {
+		xfer_fail(x, UPSTREAM_ABORTED, "the request body could not be read");
+		return;
+	} else if (step == PUMP_END) {
+		if (x->body_length >= 0 && x->body_taken < x->body_length) {
+			xfer_fail(x, UPSTREAM_ERROR, "the request body ended early");
+			return;
+		}
+		if (frame && evbuffer_add(out, "0\r\n\r\n", 5) < 0) {
+			xfer_fail(x, UPSTREAM_ERROR, "out of memory");
+			return;
+		}
+		x->body_done = 1;
 	}
-	return total;
+	up_xfer_arm(x);
 }
 
-static size_t write_cb(char *data, size_t size, size_t nitems, void *arg)
+/* Writes what the output holds straight to a plain connection's socket,
+ * from here rather than after a round through the loop; only a remainder
+ * waits for EV_WRITE. TLS connections write through their bufferevent. */
+static void xfer_flush(struct upstream_xfer *x)
+{
+	struct bufferevent *bev;
+	struct evbuffer *out;
+	int n;
+
+	if (x->dead || !x->conn || !x->conn->connected || x->t.tls)
+		return;
+	bev = x->conn->bev;
+	out = bufferevent_get_output(bev);
+	if (evbuffer_get_length(out) == 0)
+		return;
+	/* the bufferevent keeps its output's start frozen but while it writes */
+	evbuffer_unfreeze(out, 1);
+	n = evbuffer_write(out, bufferevent_getfd(bev));
+	evbuffer_freeze(out, 1);
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		/* the event callback's path: a retry or a send failure */
+		up_xfer_event_cb(bev, BEV_EVENT_WRITING | BEV_EVENT_ERROR, x);
+		return;
+	}
+	if (evbuffer_get_length(out))
+		bufferevent_enable(bev, EV_WRITE);
+}
+
+/* The response ended and the request is out: on_done, the connection
+ * pooled when it can carry another request. */
+static void xfer_complete(struct upstream_xfer *x)
+{
+	struct bufferevent *bev = x->conn->bev;
+
+	xfer_finish(x, UPSTREAM_OK, "",
+		    !x->no_reuse && x->body_done && !x->eof_seen &&
+		    evbuffer_get_length(bufferevent_get_input(bev)) == 0 &&
+		    evbuffer_get_length(bufferevent_get_output(bev)) == 0);
+}
+
+/* More request bytes, then out with them; a response that ended before the
+ * body was out ends once it is. */
+static void xfer_send(struct upstream_xfer *x)
+{
+	xfer_pump(x);
+	xfer_flush(x);
+	if (!x->dead && x->complete && x->body_done && x->conn &&
+	    evbuffer_get_length(bufferevent_get_output(x->conn->bev)) == 0)
+		xfer_complete(x);
+}
+
+/* Gives x a connection (fresh: never a pooled one) and queues its head. */
+static void xfer_begin(struct upstream_xfer *x, int fresh)
+{
+	enum upstream_result res;
+
+	if (up_conn_attach(x, fresh, &res) < 0) {
+		xfer_fail(x, res, x->detail);
+		return;
+	}
+	up_parse_reset(x);
+	x->fail = UPSTREAM_OK;
+	x->expect_wait = 0;
+	x->body_done = x->body_length == -1;
+	x->send_paused = 0;
+	if (!x->body_done && x->want_expect)
+		x->expect_wait = 1;
+	if (bufferevent_write(x->conn->bev, x->head, x->head_len) < 0) {
+		xfer_fail(x, UPSTREAM_ERROR, "out of memory");
+		return;
+	}
+	up_xfer_arm(x);
+	xfer_send(x);
+}
+
+/* A failure on a pooled connection before any response byte and before
+ * read_body gave anything: the peer had closed it; once more on a new one. */
+static int xfer_retry(struct upstream_xfer *x)
+{
+	if (!x->reused || x->retried || x->got_bytes || x->body_taken > 0 || x->dead)
+		return 0;
+	log_debug("upstream connection closed while idle: retrying on a new one");
+	up_conn_release(x, 0);
+	x->retried = 1;
+	xfer_begin(x, 1);
+	return 1;
+}
+
+/* ---- receiving ----------------------------------------------------------- */
+
+static void xfer_read(struct upstream_xfer *x)
+{
+	struct evbuffer *in = bufferevent_get_input(x->conn->bev);
+	int expecting = x->expect_wait;
+
+	switch (up_parse_feed(x, in, x->eof_seen)) {
+	case UP_FEED_MORE:
+		if (expecting && !x->expect_wait)
+			xfer_send(x); /* 100 Continue */
+		up_xfer_arm(x);
+		return;
+	case UP_FEED_PAUSED:
+		bufferevent_disable(x->conn->bev, EV_READ);
+		up_xfer_arm(x);
+		return;
+	case UP_FEED_DONE:
+		if (!x->body_done && x->status < 300 && !x->eof_seen) {
+			/* a success before the whole body went out: the body
+			 * still goes (as libcurl did), then the end */
+			up_xfer_arm(x);
+			return;
+		}
+		if (!x->body_done)
+			x->no_reuse = 1; /* an error answer: the rest is not sent */
+		xfer_complete(x);
+		return;
+	case UP_FEED_FAILED:
+		xfer_fail(x, x->fail ? x->fail : UPSTREAM_BAD_RESPONSE, x->detail);
+		return;
+	case UP_FEED_DEAD:
+		return;
+	}
+}
+
+void up_xfer_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct upstream_xfer *x = arg;
-	size_t len = size * nitems;
-	int rc;
 
-	if (x->cancelled || x->aborted)
-		return 0;
-	if (!x->head_seen) {
-		/* a body without a final head cannot happen with HTTP/1.x */
-		x->aborted = 1;
-		return 0;
-	}
-	x->in_callback++;
-	rc = x->ops.on_body(x->arg, data, len);
-	x->in_callback--;
-	if (rc < 0 || x->cancelled) {
-		x->aborted = 1;
-		return 0;
-	}
-	if (rc > 0) {
-		x->pause_mask |= CURLPAUSE_RECV;
-		xfer_arm(x);
-		return CURL_WRITEFUNC_PAUSE;
-	}
-	xfer_arm(x);
-	return len;
+	xfer_enter(x);
+	if (!x->dead && !x->recv_paused)
+		xfer_read(x);
+	xfer_leave(x);
 }
+
+void up_xfer_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct upstream_xfer *x = arg;
+
+	xfer_enter(x);
+	if (!x->dead && (!x->body_done || x->complete))
+		xfer_send(x);
+	if (!x->dead && !x->t.tls && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_disable(bev, EV_WRITE); /* xfer_flush writes first again */
+	xfer_leave(x);
+}
+
+static void xfer_conn_error(struct upstream_xfer *x, short what)
+{
+	struct up_conn *c = x->conn;
+	char why[128];
+	int err = EVUTIL_SOCKET_ERROR();
+	int dns = bufferevent_socket_get_dns_error(c->bev);
+
+	if (x->t.tls)
+		up_conn_tls_error(c, why, sizeof(why));
+	else
+		why[0] = '\0';
+	if (!c->connected) {
+		/* a pooled connection is connected: no retry here */
+		if (dns)
+			snprintf(x->detail, sizeof(x->detail), "cannot resolve \"%.64s\": %s",
+				 x->t.host, evutil_gai_strerror(dns));
+		else if (why[0])
+			snprintf(x->detail, sizeof(x->detail), "%s", why);
+		else
+			snprintf(x->detail, sizeof(x->detail), "cannot connect to %.64s port %u: %s",
+				 x->t.host, x->t.port, evutil_socket_error_to_string(err));
+		xfer_fail(x, why[0] && !dns ? UPSTREAM_ERROR : UPSTREAM_CONNECT_FAILED, x->detail);
+		return;
+	}
+	if (xfer_retry(x))
+		return;
+	if (!why[0])
+		snprintf(why, sizeof(why), "%s", err ? evutil_socket_error_to_string(err) :
+			 "connection error");
+	snprintf(x->detail, sizeof(x->detail), "%s %.64s: %s",
+		 (what & BEV_EVENT_WRITING) ? "sending to" : "receiving from", x->t.host, why);
+	xfer_fail(x, (what & BEV_EVENT_WRITING) && !x->head_seen ? UPSTREAM_SEND_FAILED
+								 : UPSTREAM_BAD_RESPONSE,
+		  x->detail);
+}
+
+void up_xfer_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct upstream_xfer *x = arg;
+
+	xfer_enter(x);
+	if (x->dead || !x->conn) {
+		xfer_leave(x);
+		return;
+	}
+	if (what & BEV_EVENT_CONNECTED) {
+		x->conn->connected = 1;
+		if (x->dns_connect) {
+			int one = 1;
+			evutil_socket_t fd = bufferevent_getfd(bev);
+
+			if (fd >= 0)
+				setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		}
+		up_xfer_arm(x);
+		xfer_send(x);
+	} else if (what & BEV_EVENT_EOF) {
+		if (!x->got_bytes && evbuffer_get_length(bufferevent_get_input(bev)) == 0 &&
+		    xfer_retry(x)) {
+			xfer_leave(x);
+			return;
+		}
+		x->eof_seen = 1;
+		if (x->complete) /* answered; the rest of the body is not wanted */
+			xfer_complete(x);
+		else if (!x->recv_paused)
+			xfer_read(x);
+	} else if (what & BEV_EVENT_ERROR) {
+		if (x->complete) {
+			x->no_reuse = 1;
+			xfer_complete(x);
+		} else {
+			xfer_conn_error(x, what);
+		}
+	}
+	xfer_leave(x);
+}
+
+/* ---- timers and deferred work ---------------------------------------------- */
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream_xfer *x = arg;
+	const char *detail;
+
+	xfer_enter(x);
+	if (x->dead) {
+		xfer_leave(x);
+		return;
+	}
+	if (x->expect_wait && x->conn && x->conn->connected && !x->head_seen) {
+		x->expect_wait = 0; /* no 100 Continue in time: send anyway */
+		xfer_send(x);
+		up_xfer_arm(x);
+	} else {
+		detail = !x->conn || !x->conn->connected ? "connect timed out" :
+			 x->head_seen ? "no response data in time" : "no response head in time";
+		log_info("upstream %s", detail);
+		xfer_fail(x, UPSTREAM_TIMEOUT, detail);
+	}
+	xfer_leave(x);
+}
+
+static void total_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream_xfer *x = arg;
+
+	xfer_enter(x);
+	log_info("upstream transfer took longer than the total timeout");
+	xfer_fail(x, UPSTREAM_TIMEOUT, "the transfer took too long");
+	xfer_leave(x);
+}
+
+static void kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct upstream_xfer *x = arg;
+
+	xfer_enter(x);
+	x->kicked = 0;
+	if (!x->dead && !x->conn) {
+		xfer_begin(x, 0);
+	} else if (!x->dead) {
+		if (x->resume_recv) {
+			x->resume_recv = 0;
+			switch (up_parse_flush_held(x)) {
+			case UP_FEED_MORE:
+				bufferevent_enable(x->conn->bev, EV_READ);
+				xfer_read(x);
+				break;
+			case UP_FEED_FAILED:
+				xfer_fail(x, x->fail, x->detail);
+				break;
+			default:
+				break;
+			}
+		}
+		xfer_send(x);
+		up_xfer_arm(x);
+	}
+	xfer_leave(x);
+}
+
+/* ---- the engine ---------------------------------------------------------- */
 
 struct upstream *upstream_new(struct event_base *base, const struct upstream_config *cfg,
 			      char *err, size_t errlen)
 {
 	struct upstream *u = calloc(1, sizeof(*u));
 
-	if (!u) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
+	if (!u)
+		goto nomem;
 	u->base = base;
 	if (cfg)
 		u->cfg = *cfg;
 	else
 		upstream_config_default(&u->cfg);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		snprintf(err, errlen, "libcurl initialisation failed");
-		free(u);
-		return NULL;
+	if (u->cfg.ca_file) {
+		u->ca_file = strdup(u->cfg.ca_file);
+		if (!u->ca_file)
+			goto nomem;
 	}
-	u->multi = curl_multi_init();
-	u->timer = evtimer_new(base, timer_event_cb, u);
-	if (!u->multi || !u->timer) {
-		snprintf(err, errlen, "out of memory");
-		upstream_free(u);
-		return NULL;
-	}
-	curl_multi_setopt(u->multi, CURLMOPT_SOCKETFUNCTION, multi_socket_cb);
-	curl_multi_setopt(u->multi, CURLMOPT_SOCKETDATA, u);
-	curl_multi_setopt(u->multi, CURLMOPT_TIMERFUNCTION, multi_timer_cb);
-	curl_multi_setopt(u->multi, CURLMOPT_TIMERDATA, u);
-	curl_multi_setopt(u->multi, CURLMOPT_MAXCONNECTS, u->cfg.max_connections);
+	u->cfg.ca_file = u->ca_file;
 	return u;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	upstream_free(u);
+	return NULL;
 }
 
 void upstream_free(struct upstream *u)
@@ -441,16 +584,16 @@ void upstream_free(struct upstream *u)
 		return;
 	while (u->xfers) {
 		u->xfers->cancelled = 1;
+		u->xfers->dead = 1;
 		xfer_free(u->xfers);
 	}
-	while (u->n_idle > 0)
-		curl_easy_cleanup(u->idle[--u->n_idle]);
-	if (u->multi)
-		curl_multi_cleanup(u->multi);
-	if (u->timer)
-		event_free(u->timer);
+	up_pool_clear(u);
+	if (u->dns)
+		evdns_base_free(u->dns, 0);
+	if (u->ssl_ctx)
+		SSL_CTX_free(u->ssl_ctx);
+	free(u->ca_file);
 	free(u);
-	curl_global_cleanup();
 }
 
 size_t upstream_active(const struct upstream *u)
@@ -458,34 +601,106 @@ size_t upstream_active(const struct upstream *u)
 	return u->active;
 }
 
-/* Adds one request header to the slist in libcurl's syntax: "Name;" sends
- * an empty value ("Name:" would remove a header). */
-static int slist_add(struct curl_slist **list, const char *name, const char *value)
+/* Splits "http[s]://authority/target" into x->t; *target points into url.
+ * Only the scheme and authority are parsed: the target goes out as is.
+ * Returns 0, -1 for a URL that is not one, -2 on ENOMEM. */
+static int parse_target(struct upstream_xfer *x, const char *url, const char **target,
+			const char **authority, size_t *alen)
 {
-	size_t nlen = strlen(name), vlen = strlen(value);
-	size_t need = nlen + vlen + 3;
-	char stack[512];
-	char *line = need <= sizeof(stack) ? stack : malloc(need);
-	struct curl_slist *n;
+	struct http_parser_url pu;
+	const char *a, *end;
+	int tls;
 
-	if (!line)
+	if (strncasecmp(url, "http://", 7) == 0)
+		tls = 0;
+	else if (strncasecmp(url, "https://", 8) == 0)
+		tls = 1;
+	else
 		return -1;
-	memcpy(line, name, nlen);
-	if (vlen) {
-		line[nlen] = ':';
-		line[nlen + 1] = ' ';
-		memcpy(line + nlen + 2, value, vlen);
-		line[nlen + 2 + vlen] = '\0';
-	} else {
-		line[nlen] = ';';
-		line[nlen + 1] = '\0';
+	a = url + (tls ? 8 : 7);
+	end = a + strcspn(a, "/?#");
+	http_parser_url_init(&pu);
+	if (end == a || http_parser_parse_url(url, (size_t)(end - url), 0, &pu) != 0 ||
+	    !(pu.field_set & (1 << UF_HOST)))
+		return -1;
+	x->t.tls = tls;
+	x->t.port = (pu.field_set & (1 << UF_PORT)) ? pu.port : (tls ? 443 : 80);
+	x->t.host = strndup(url + pu.field_data[UF_HOST].off, pu.field_data[UF_HOST].len);
+	if (!x->t.host || asprintf(&x->t.origin, "%s://%s:%u", tls ? "https" : "http",
+				   x->t.host, x->t.port) < 0) {
+		x->t.origin = NULL;
+		return -2;
 	}
-	n = curl_slist_append(*list, line);
-	if (line != stack)
-		free(line);
-	if (!n)
+	*target = *end == '/' ? end : NULL;
+	if (*end == '?')
+		*target = end; /* "/" is put in front */
+	*authority = a;
+	*alen = (size_t)(end - a);
+	return 0;
+}
+
+static char *put(char *p, const char *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* The request head in one allocation: request line, the caller's headers,
+ * Host if they have none, the body's framing, Expect. */
+static int build_head(struct upstream_xfer *x, const struct upstream_request *req,
+		      const char *target, const char *authority, size_t alen)
+{
+	const struct front_hdrs *h = req->hdrs;
+	char framing[48];
+	size_t mlen = strlen(req->method), tlen = target ? strlen(target) : 0;
+	size_t flen = 0, len;
+	int has_host = 0;
+	char *p;
+
+	if (x->body_length >= 0)
+		flen = (size_t)snprintf(framing, sizeof(framing), "Content-Length: %lld\r\n",
+					(long long)x->body_length);
+	else if (x->body_length == -2)
+		flen = (size_t)snprintf(framing, sizeof(framing), "Transfer-Encoding: chunked\r\n");
+	len = mlen + 1 + (target && *target == '?' ? 1 : 0) + (target ? tlen : 1) +
+	      sizeof(" HTTP/1.1\r\n") - 1 + flen + 2;
+	for (size_t i = 0; h && i < h->n; i++) {
+		const char *n = h->v[i].name;
+
+		if ((n[0] == 'H' || n[0] == 'h') && strcasecmp(n, "Host") == 0)
+			has_host = 1;
+		len += strlen(n) + 2 + strlen(h->v[i].value) + 2;
+	}
+	if (!has_host)
+		len += sizeof("Host: \r\n") - 1 + alen;
+	if (x->want_expect)
+		len += sizeof("Expect: 100-continue\r\n") - 1;
+	p = x->head = malloc(len);
+	if (!p)
 		return -1;
-	*list = n;
+	p = put(p, req->method, mlen);
+	*p++ = ' ';
+	if (!target || *target == '?')
+		*p++ = '/';
+	if (target)
+		p = put(p, target, tlen);
+	p = put(p, " HTTP/1.1\r\n", sizeof(" HTTP/1.1\r\n") - 1);
+	if (!has_host) {
+		p = put(p, "Host: ", 6);
+		p = put(p, authority, alen);
+		p = put(p, "\r\n", 2);
+	}
+	for (size_t i = 0; h && i < h->n; i++) {
+		p = put(p, h->v[i].name, strlen(h->v[i].name));
+		p = put(p, ": ", 2);
+		p = put(p, h->v[i].value, strlen(h->v[i].value));
+		p = put(p, "\r\n", 2);
+	}
+	p = put(p, framing, flen);
+	if (x->want_expect)
+		p = put(p, "Expect: 100-continue\r\n", sizeof("Expect: 100-continue\r\n") - 1);
+	p = put(p, "\r\n", 2);
+	x->head_len = (size_t)(p - x->head);
 	return 0;
 }
 
@@ -494,82 +709,51 @@ struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_r
 				     char *err, size_t errlen)
 {
 	struct upstream_xfer *x = calloc(1, sizeof(*x));
-	const struct front_hdrs *h = req->hdrs;
-	int fail = 0;
+	const char *target = NULL, *authority = NULL;
+	size_t alen = 0;
 
 	if (!x)
 		goto nomem;
 	x->u = u;
+	x->ops = *ops;
+	x->arg = arg;
+	x->head_only = req->head != 0;
+	x->body_length = req->body_length < -2 ? -1 : req->body_length;
+	x->want_expect = req->expect_continue && x->body_length != -1 && x->body_length != 0 &&
+			 u->cfg.expect_timeout_ms > 0;
+	switch (parse_target(x, req->url, &target, &authority, &alen)) {
+	case 0:
+		break;
+	case -1:
+		snprintf(err, errlen, "bad upstream URL \"%s\"", req->url);
+		xfer_free(x);
+		return NULL;
+	default:
+		goto nomem;
+	}
+	if (build_head(x, req, target, authority, alen) < 0)
+		goto nomem;
+	x->timer = evtimer_new(u->base, timer_cb, x);
+	x->kick = event_new(u->base, -1, 0, kick_cb, x);
+	if (!x->timer || !x->kick)
+		goto nomem;
+	if (u->cfg.total_timeout_ms > 0) {
+		struct timeval tv = { u->cfg.total_timeout_ms / 1000,
+				      (u->cfg.total_timeout_ms % 1000) * 1000 };
+
+		x->total = evtimer_new(u->base, total_cb, x);
+		if (!x->total)
+			goto nomem;
+		evtimer_add(x->total, &tv);
+	}
 	x->next = u->xfers;
 	if (u->xfers)
 		u->xfers->prev = x;
 	u->xfers = x;
-	x->ops = *ops;
-	x->arg = arg;
-	x->head_only = req->head;
-	x->progress = evtimer_new(u->base, progress_timeout_cb, x);
-	x->easy = u->n_idle > 0 ? u->idle[--u->n_idle] : curl_easy_init();
-	if (!x->progress || !x->easy)
-		goto nomem;
+	x->linked = 1;
 	u->active++;
-	for (size_t i = 0; h && i < h->n; i++)
-		fail |= slist_add(&x->slist, h->v[i].name, h->v[i].value);
-	/* remove what libcurl would add on its own */
-	if (!front_hdrs_get(h, "Accept"))
-		fail |= !(x->slist = curl_slist_append(x->slist, "Accept:"));
-	if (req->expect_continue && req->body_length != -1)
-		fail |= slist_add(&x->slist, "Expect", "100-continue");
-	else
-		fail |= !(x->slist = curl_slist_append(x->slist, "Expect:"));
-	if (fail)
-		goto nomem;
-
-	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
-	curl_easy_setopt(x->easy, CURLOPT_URL, req->url);
-	curl_easy_setopt(x->easy, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(x->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->slist);
-	curl_easy_setopt(x->easy, CURLOPT_HTTP_CONTENT_DECODING, 0L);
-	curl_easy_setopt(x->easy, CURLOPT_HTTP_TRANSFER_DECODING, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->errbuf);
-	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, u->cfg.connect_timeout_ms);
-	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, u->cfg.total_timeout_ms);
-	curl_easy_setopt(x->easy, CURLOPT_EXPECT_100_TIMEOUT_MS, u->cfg.expect_timeout_ms);
-	curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, header_cb);
-	curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
-	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-	if (u->cfg.ca_file)
-		curl_easy_setopt(x->easy, CURLOPT_CAINFO, u->cfg.ca_file);
-	if (u->cfg.insecure) {
-		curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
-	if (req->head) {
-		curl_easy_setopt(x->easy, CURLOPT_NOBODY, 1L);
-	} else if (req->body_length != -1) {
-		curl_easy_setopt(x->easy, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(x->easy, CURLOPT_READFUNCTION, read_cb);
-		curl_easy_setopt(x->easy, CURLOPT_READDATA, x);
-		curl_easy_setopt(x->easy, CURLOPT_INFILESIZE_LARGE,
-				 (curl_off_t)(req->body_length >= 0 ? req->body_length : -1));
-		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, req->method);
-	} else if (strcmp(req->method, "GET") != 0) {
-		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, req->method);
-	}
-	if (req->head && strcmp(req->method, "HEAD") != 0)
-		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, req->method);
-	if (curl_multi_add_handle(u->multi, x->easy) != CURLM_OK) {
-		snprintf(err, errlen, "cannot add the transfer");
-		curl_easy_cleanup(x->easy);
-		x->easy = NULL;
-		u->active--;
-		xfer_free(x);
-		return NULL;
-	}
-	xfer_arm(x);
+	up_xfer_arm(x);
+	xfer_kick(x); /* the connection and the first bytes on the loop's next turn */
 	return x;
 nomem:
 	snprintf(err, errlen, "out of memory");
@@ -579,20 +763,18 @@ nomem:
 
 void upstream_resume_send(struct upstream_xfer *x)
 {
-	if (!x || x->cancelled || !(x->pause_mask & CURLPAUSE_SEND))
+	if (!x || x->dead || !x->send_paused)
 		return;
-	x->pause_mask &= ~CURLPAUSE_SEND;
-	xfer_arm(x);
-	curl_easy_pause(x->easy, x->pause_mask);
+	x->send_paused = 0;
+	xfer_kick(x);
 }
 
 void upstream_resume_recv(struct upstream_xfer *x)
 {
-	if (!x || x->cancelled || !(x->pause_mask & CURLPAUSE_RECV))
+	if (!x || x->dead || !x->recv_paused)
 		return;
-	x->pause_mask &= ~CURLPAUSE_RECV;
-	xfer_arm(x);
-	curl_easy_pause(x->easy, x->pause_mask);
+	x->resume_recv = 1;
+	xfer_kick(x);
 }
 
 void upstream_cancel(struct upstream_xfer *x)
@@ -600,7 +782,7 @@ void upstream_cancel(struct upstream_xfer *x)
 	if (!x)
 		return;
 	x->cancelled = 1;
-	if (x->in_callback)
-		return; /* the callback returns an abort; reap() frees it */
-	xfer_free(x);
+	x->dead = 1;
+	if (x->depth == 0)
+		xfer_free(x);
 }

@@ -1,9 +1,13 @@
 /* upstream.h — HTTP transfers to the upstream server, on the daemon's event
  * loop.
  *
- * A libcurl multi handle driven by libevent (CURLMOPT_SOCKETFUNCTION /
- * TIMERFUNCTION): connections are pooled and reused, request and response
- * bodies stream through callbacks with back-pressure in both directions.
+ * A native HTTP/1.1 client on libevent bufferevents (TLS with
+ * bufferevent_openssl, responses parsed with libhttp-parser): connections
+ * are pooled and reused (keep-alive), request and response bodies stream
+ * through callbacks with back-pressure in both directions. A request that
+ * fails on a pooled connection before any response byte arrived and before
+ * read_body gave any byte is sent once more on a new connection (the peer
+ * had closed the idle one); every other failure is reported.
  * This module knows HTTP transport only: no S3, no signing, no fencing. */
 #ifndef FENCE_UPSTREAM_H
 #define FENCE_UPSTREAM_H
@@ -39,7 +43,7 @@ struct upstream_config {
 				     * client keeps up (60 s) */
 	long total_timeout_ms;      /* whole transfer; 0 = none (default) */
 	long expect_timeout_ms;     /* wait for "100 Continue" (1 s) */
-	long max_connections;       /* pooled connections kept (64) */
+	long max_connections;       /* idle connections kept for reuse (64) */
 	const char *ca_file;        /* NULL: system CAs */
 	int insecure;               /* 1: do not verify TLS certificates */
 };
@@ -53,8 +57,10 @@ void upstream_config_default(struct upstream_config *c);
 #define UPSTREAM_BODY_FAIL  ((size_t)-2)
 
 struct upstream_ops {
-	/* Copies up to len request body bytes into buf. Returns how many
-	 * (>0), 0 at the end of the body, UPSTREAM_BODY_WAIT when none is
+	/* Copies up to len request body bytes into buf (len is up to 64 KiB;
+	 * buf is the connection's output buffer). Returns how many
+	 * (>0), 0 at the end of the body (with a known length it is not asked
+	 * again once that many were given), UPSTREAM_BODY_WAIT when none is
 	 * ready (call upstream_resume_send once some is), UPSTREAM_BODY_FAIL
 	 * to abort. */
 	size_t (*read_body)(void *arg, char *buf, size_t len);
@@ -66,9 +72,12 @@ struct upstream_ops {
 	 * Return 0 when taken, 1 when not taken: the transfer pauses and the
 	 * same bytes come again after upstream_resume_recv; -1 to stop. */
 	int (*on_body)(void *arg, const char *data, size_t len);
-	/* The end, exactly once per transfer unless it was cancelled. The
-	 * transfer is freed right after this returns. detail is a short
-	 * message from libcurl (may be ""). */
+	/* The end, exactly once per transfer unless it was cancelled; never
+	 * from inside upstream_start, upstream_resume_* or upstream_cancel.
+	 * A 2xx that arrives before the whole request body went out ends only
+	 * once it has (an answer >= 300 stops the body and closes the
+	 * connection). The transfer is freed right after this returns.
+	 * detail is a short lowercase message (may be ""). */
 	void (*on_done)(void *arg, enum upstream_result res, const char *detail);
 };
 
@@ -95,22 +104,24 @@ void upstream_free(struct upstream *u);
 /* Transfers in flight. */
 size_t upstream_active(const struct upstream *u);
 
-/* Starts a transfer; the ops are called from the event loop, and arg is
- * passed back. Returns the transfer, or NULL with a message in err (no
- * callback follows). */
+/* Starts a transfer; the ops are called from the event loop (never from
+ * inside this call), and arg is passed back. Returns the transfer, or NULL
+ * with a message in err (no callback follows). */
 struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_request *req,
 				     const struct upstream_ops *ops, void *arg,
 				     char *err, size_t errlen);
 
-/* More request body is ready after read_body said UPSTREAM_BODY_WAIT. */
+/* More request body is ready after read_body said UPSTREAM_BODY_WAIT.
+ * read_body is asked again on the loop's next turn. */
 void upstream_resume_send(struct upstream_xfer *x);
 
-/* The consumer can take body bytes again after on_body returned 1. */
+/* The consumer can take body bytes again after on_body returned 1. The
+ * held bytes come again on the loop's next turn. */
 void upstream_resume_recv(struct upstream_xfer *x);
 
 /* Stops and frees a transfer; no callback follows. Safe from anywhere,
  * also from inside the transfer's own callbacks (then the transfer is
- * freed when libcurl lets go of it). */
+ * freed when that callback has returned). Its connection is closed. */
 void upstream_cancel(struct upstream_xfer *x);
 
 #endif

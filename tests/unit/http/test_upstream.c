@@ -1,0 +1,759 @@
+/* test_upstream.c — the native upstream client against a scripted server on
+ * 127.0.0.1 (a thread with blocking sockets, one connection at a time):
+ * keep-alive reuse counted on the server, every response framing, 1xx and
+ * Expect, a pooled connection the server closed, failures mapped to their
+ * results, back-pressure both ways and cancelling from inside callbacks.
+ * Each case is a row: what the server does, what the client sends, what
+ * must come out. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <event2/event.h>
+
+#include "http/upstream.h"
+
+/* ---- the scripted server ---------------------------------------------------- */
+
+struct sconn {
+	int fd;
+	char buf[8192];
+	size_t len;
+};
+
+struct srv;
+typedef void (*script_fn)(struct srv *s, struct sconn *c, int index);
+
+struct srv {
+	int lfd;
+	uint16_t port;
+	pthread_t th;
+	script_fn script;
+	int stop;
+	int accepts;
+	int requests;
+	size_t body_bytes;     /* request body bytes the server read */
+	unsigned body_sum;     /* their sum, mod 2^32 */
+	char last_head[2048];
+};
+
+static void s_write(struct sconn *c, const char *data, size_t len)
+{
+	while (len) {
+		ssize_t n = send(c->fd, data, len, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			return;
+		data += n;
+		len -= (size_t)n;
+	}
+}
+
+static void s_puts(struct sconn *c, const char *s)
+{
+	s_write(c, s, strlen(s));
+}
+
+static int s_fill(struct sconn *c)
+{
+	ssize_t n;
+
+	if (c->len == sizeof(c->buf))
+		return -1;
+	n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - c->len, 0);
+	if (n <= 0)
+		return -1;
+	c->len += (size_t)n;
+	return 0;
+}
+
+static void s_drop(struct sconn *c, size_t n)
+{
+	memmove(c->buf, c->buf + n, c->len - n);
+	c->len -= n;
+}
+
+/* Reads one request head into s->last_head. Returns 0, or -1 at EOF. */
+static int s_head(struct srv *s, struct sconn *c)
+{
+	char *end;
+
+	while (!(end = memmem(c->buf, c->len, "\r\n\r\n", 4)))
+		if (s_fill(c) < 0)
+			return -1;
+	snprintf(s->last_head, sizeof(s->last_head), "%.*s", (int)(end + 4 - c->buf), c->buf);
+	s_drop(c, (size_t)(end + 4 - c->buf));
+	s->body_bytes = 0; /* what follows is this request's body */
+	s->body_sum = 0;
+	__atomic_add_fetch(&s->requests, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void s_take(struct srv *s, struct sconn *c, size_t n)
+{
+	while (n) {
+		size_t k;
+
+		if (!c->len && s_fill(c) < 0)
+			return;
+		k = c->len < n ? c->len : n;
+		for (size_t i = 0; i < k; i++)
+			s->body_sum += (unsigned char)c->buf[i];
+		s->body_bytes += k;
+		s_drop(c, k);
+		n -= k;
+	}
+}
+
+/* Reads the body the last head announced (Content-Length or chunked). */
+static void s_body(struct srv *s, struct sconn *c)
+{
+	const char *cl = strcasestr(s->last_head, "\r\nContent-Length:");
+
+	if (cl) {
+		s_take(s, c, strtoul(cl + 17, NULL, 10));
+		return;
+	}
+	if (!strcasestr(s->last_head, "\r\nTransfer-Encoding: chunked"))
+		return;
+	for (;;) {
+		char *eol;
+		unsigned long size;
+
+		while (!(eol = memmem(c->buf, c->len, "\r\n", 2)))
+			if (s_fill(c) < 0)
+				return;
+		size = strtoul(c->buf, NULL, 16);
+		s_drop(c, (size_t)(eol + 2 - c->buf));
+		if (size == 0) {
+			while (c->len < 2)
+				if (s_fill(c) < 0)
+					return;
+			s_drop(c, 2);
+			return;
+		}
+		s_take(s, c, size);
+		while (c->len < 2)
+			if (s_fill(c) < 0)
+				return;
+		s_drop(c, 2);
+	}
+}
+
+static void *srv_main(void *arg)
+{
+	struct srv *s = arg;
+
+	while (!__atomic_load_n(&s->stop, __ATOMIC_SEQ_CST)) {
+		struct pollfd p = { s->lfd, POLLIN, 0 };
+		struct sconn *c;
+		struct timeval tv = { 5, 0 };
+		int fd;
+
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		fd = accept(s->lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		c = calloc(1, sizeof(*c));
+		c->fd = fd;
+		s->script(s, c, __atomic_fetch_add(&s->accepts, 1, __ATOMIC_SEQ_CST));
+		close(fd);
+		free(c);
+	}
+	return NULL;
+}
+
+static struct srv *srv_start(script_fn script)
+{
+	struct srv *s = calloc(1, sizeof(*s));
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s->script = script;
+	s->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(s->lfd >= 0);
+	assert_int_equal(bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(s->lfd, 16), 0);
+	assert_int_equal(getsockname(s->lfd, (struct sockaddr *)&sa, &len), 0);
+	s->port = ntohs(sa.sin_port);
+	assert_int_equal(pthread_create(&s->th, NULL, srv_main, s), 0);
+	return s;
+}
+
+static void srv_stop(struct srv *s)
+{
+	__atomic_store_n(&s->stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(s->th, NULL);
+	close(s->lfd);
+	free(s);
+}
+
+/* ---- scripts ---------------------------------------------------------------- */
+
+#define OK5 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+
+/* answers every request on the connection */
+static void sc_keepalive(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, OK5);
+	}
+}
+
+static void sc_chunked(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0)
+		s_puts(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+		       "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n");
+}
+
+static void sc_close_delimited(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0)
+		s_puts(c, "HTTP/1.1 200 OK\r\nX-A: 1\r\n\r\nuntil the end");
+}
+
+static void sc_head(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0)
+		s_puts(c, strncmp(s->last_head, "HEAD ", 5) == 0 ?
+		       "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" : OK5);
+}
+
+static void sc_204_304(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0)
+		s_puts(c, strstr(s->last_head, "/304") ? "HTTP/1.1 304 Not Modified\r\nETag: x\r\n\r\n"
+		       : "HTTP/1.1 204 No Content\r\n\r\n");
+}
+
+static void sc_continue(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0) {
+		if (!strcasestr(s->last_head, "\r\nExpect: 100-continue\r\n"))
+			return;
+		s_puts(c, "HTTP/1.1 100 Continue\r\n\r\n");
+		s_body(s, c);
+		s_puts(c, "HTTP/1.1 102 Processing\r\n\r\n" OK5);
+	}
+}
+
+/* never says 100 Continue: the client sends the body after its wait */
+static void sc_no_continue(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, OK5);
+	}
+}
+
+/* the first connection answers once, then closes as the next request
+ * arrives (a keep-alive race): the client must retry on a new one */
+static void sc_stale(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) < 0)
+		return;
+	s_body(s, c);
+	s_puts(c, OK5);
+	if (i == 0) {
+		s_head(s, c);
+		return;
+	}
+	while (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, OK5);
+	}
+}
+
+/* answers the first request before reading its body (a success: the
+ * client still sends all of it and keeps the connection), the next after */
+static void sc_early(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) < 0)
+		return;
+	s_puts(c, OK5);
+	s_body(s, c);
+	while (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, OK5);
+	}
+}
+
+/* answers once and closes: the pooled connection is found dead while idle */
+static void sc_close_after(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0)
+		s_puts(c, OK5);
+}
+
+/* on a reused connection half an answer, then close: reported, not retried */
+static void sc_reused_truncated(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) < 0)
+		return;
+	s_puts(c, OK5);
+	if (s_head(s, c) == 0)
+		s_puts(c, "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort");
+}
+
+static void sc_truncated(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0)
+		s_puts(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b");
+}
+
+static void sc_garbage(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0)
+		s_puts(c, "HTTP/1.1 2x0 What\r\n\r\n");
+}
+
+static void sc_silent(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0)
+		usleep(600 * 1000);
+}
+
+static void sc_stall_body(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0) {
+		s_puts(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+		usleep(600 * 1000);
+	}
+}
+
+#define BIG (1024 * 1024 + 17)
+
+/* reads a big body, answers a big body */
+static void sc_big(struct srv *s, struct sconn *c, int i)
+{
+	static char chunk[65536];
+	char head[128];
+	size_t left = BIG;
+
+	for (size_t k = 0; k < sizeof(chunk); k++)
+		chunk[k] = (char)(k * 7);
+	while (s_head(s, c) == 0) {
+		s_body(s, c);
+		snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", BIG);
+		s_puts(c, head);
+		for (left = BIG; left;) {
+			size_t n = left < sizeof(chunk) ? left : sizeof(chunk);
+
+			s_write(c, chunk, n);
+			left -= n;
+		}
+	}
+}
+
+static void sc_http10(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0)
+		s_puts(c, "HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+	usleep(100 * 1000); /* the client closes, not us */
+}
+
+/* ---- the client ------------------------------------------------------------- */
+
+struct cli {
+	struct event_base *base;
+	struct upstream_xfer *x;
+	int done;
+	enum upstream_result res;
+	char detail[256];
+	int heads;
+	int status;
+	char hdr_a[32];
+	size_t body_len;
+	char body[64];
+	unsigned body_sum;
+	/* the request body */
+	int64_t send_len;
+	int64_t sent;
+	unsigned send_sum;
+	int wait_every;    /* read_body says WAIT every n-th call */
+	int pause_every;   /* on_body says 1 every n-th call */
+	int calls_rd, calls_body;
+	int cancel_in_head, cancel_in_body;
+};
+
+static void resume_send_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct cli *c = arg;
+
+	if (c->x && !c->done)
+		upstream_resume_send(c->x);
+}
+
+static void resume_recv_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct cli *c = arg;
+
+	if (c->x && !c->done)
+		upstream_resume_recv(c->x);
+}
+
+static size_t c_read_body(void *arg, char *buf, size_t len)
+{
+	struct cli *c = arg;
+	struct timeval tv = { 0, 1000 };
+	size_t n;
+
+	if (c->wait_every && ++c->calls_rd % c->wait_every == 0) {
+		event_base_once(c->base, -1, EV_TIMEOUT, resume_send_cb, c, &tv);
+		return UPSTREAM_BODY_WAIT;
+	}
+	if (c->sent == c->send_len)
+		return 0;
+	n = len < 10000 ? len : 10000 + (size_t)(c->sent % 50000); /* pieces of many sizes */
+	if (n > len)
+		n = len;
+	if ((int64_t)n > c->send_len - c->sent)
+		n = (size_t)(c->send_len - c->sent);
+	for (size_t i = 0; i < n; i++) {
+		buf[i] = (char)((c->sent + (int64_t)i) * 13);
+		c->send_sum += (unsigned char)buf[i];
+	}
+	c->sent += (int64_t)n;
+	return n;
+}
+
+static int c_on_head(void *arg, int status, struct front_hdrs *hdrs)
+{
+	struct cli *c = arg;
+	const char *a = front_hdrs_get(hdrs, "X-A");
+
+	c->heads++;
+	c->status = status;
+	snprintf(c->hdr_a, sizeof(c->hdr_a), "%s", a ? a : "");
+	if (c->cancel_in_head) {
+		upstream_cancel(c->x);
+		c->x = NULL;
+		event_base_loopbreak(c->base);
+	}
+	return 0;
+}
+
+static int c_on_body(void *arg, const char *data, size_t len)
+{
+	struct cli *c = arg;
+	struct timeval tv = { 0, 500 };
+
+	if (c->cancel_in_body) {
+		upstream_cancel(c->x);
+		c->x = NULL;
+		event_base_loopbreak(c->base);
+		return 0;
+	}
+	if (c->pause_every && ++c->calls_body % c->pause_every == 0) {
+		event_base_once(c->base, -1, EV_TIMEOUT, resume_recv_cb, c, &tv);
+		return 1;
+	}
+	if (c->body_len + len < sizeof(c->body))
+		memcpy(c->body + c->body_len, data, len);
+	for (size_t i = 0; i < len; i++)
+		c->body_sum += (unsigned char)data[i];
+	c->body_len += len;
+	return 0;
+}
+
+static void c_on_done(void *arg, enum upstream_result res, const char *detail)
+{
+	struct cli *c = arg;
+
+	c->done++;
+	c->res = res;
+	snprintf(c->detail, sizeof(c->detail), "%s", detail);
+	c->x = NULL;
+	event_base_loopbreak(c->base);
+}
+
+static const struct upstream_ops cli_ops = { c_read_body, c_on_head, c_on_body, c_on_done };
+
+static void stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
+/* One request through u; returns when on_done ran or the loop broke. */
+static void cli_run(struct upstream *u, struct cli *c, const char *method, const char *url,
+		    int64_t body_length, int expect)
+{
+	struct upstream_request r = { 0 };
+	struct front_hdrs h = { 0 };
+	struct timeval limit = { 10, 0 };
+	struct event *stop;
+	char err[128];
+
+	assert_int_equal(front_hdrs_add(&h, "Host", "test"), 0);
+	r.method = method;
+	r.url = url;
+	r.hdrs = &h;
+	r.body_length = body_length;
+	r.expect_continue = expect;
+	r.head = strcmp(method, "HEAD") == 0;
+	c->send_len = body_length >= 0 ? body_length : body_length == -2 ? c->send_len : 0;
+	c->x = upstream_start(u, &r, &cli_ops, c, err, sizeof(err));
+	front_hdrs_clear(&h);
+	assert_non_null(c->x);
+	stop = evtimer_new(c->base, stop_cb, c->base); /* not loopexit: it would outlive this run */
+	evtimer_add(stop, &limit);
+	event_base_dispatch(c->base);
+	event_free(stop);
+}
+
+/* ---- the table ---------------------------------------------------------------- */
+
+struct row {
+	const char *name;
+	script_fn script;
+	const char *method;
+	const char *path;
+	int64_t body_length;   /* -1 none, -2 chunked (send_len bytes), else exact */
+	int64_t send_len;      /* for chunked */
+	int expect;
+	int repeat;            /* requests in a row */
+	long first_byte_ms, idle_ms, expect_ms;
+	int wait_every, pause_every, cancel_in_head, cancel_in_body;
+	/* what must come out (of the last request) */
+	enum upstream_result res;
+	int status;
+	const char *body;      /* NULL: not checked */
+	size_t body_len;       /* checked when body is NULL and this is > 0 */
+	int accepts, requests; /* on the server; 0: not checked */
+};
+
+static const struct row rows[] = {
+	{ "keep-alive: 5 requests, 1 connection", sc_keepalive, "GET", "/k", -1, 0, 0, 5,
+	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 1, 5 },
+	{ "chunked response, extension and trailer", sc_chunked, "GET", "/c", -1, 0, 0, 2,
+	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello world", 0, 1, 2 },
+	{ "close-delimited response; next one on a new connection", sc_close_delimited, "GET",
+	  "/e", -1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "until the end", 0, 2, 2 },
+	{ "HEAD with Content-Length: no body, connection kept", sc_head, "HEAD", "/h", -1, 0, 0,
+	  3, 0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "", 0, 1, 3 },
+	{ "204 and 304 have no body", sc_204_304, "GET", "/304", -1, 0, 0, 3,
+	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 304, "", 0, 1, 3 },
+	{ "100 Continue, then the body, a 102 skipped", sc_continue, "PUT", "/p", 1000, 0, 1, 2,
+	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 1, 2 },
+	{ "no 100 Continue: body sent after expect_timeout", sc_no_continue, "PUT", "/p", 1000, 0,
+	  1, 1, 0, 0, 50, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 1, 1 },
+	{ "pooled connection closed while idle: a new one", sc_close_after, "GET", "/a", -1, 0,
+	  0, 3, 0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 3, 3 },
+	{ "pooled connection closed as the request came: retried", sc_stale, "GET", "/s", -1, 0,
+	  0, 3, 0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 2, 4 },
+	{ "truncated on a reused connection: bad response", sc_reused_truncated, "GET", "/t", -1,
+	  0, 0, 2, 0, 0, 0, 0, 0, 0, 0, UPSTREAM_BAD_RESPONSE, 200, NULL, 5, 1, 2 },
+	{ "truncated response: bad response", sc_truncated, "GET", "/t", -1, 0, 0, 1,
+	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_BAD_RESPONSE, 200, "only ten b", 0, 1, 1 },
+	{ "malformed status line: bad response", sc_garbage, "GET", "/g", -1, 0, 0, 1,
+	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_BAD_RESPONSE, 0, "", 0, 1, 1 },
+	{ "no response head in time: timeout", sc_silent, "GET", "/z", -1, 0, 0, 1,
+	  150, 0, 0, 0, 0, 0, 0, UPSTREAM_TIMEOUT, 0, "", 0, 1, 1 },
+	{ "response body stalls: idle timeout", sc_stall_body, "GET", "/z", -1, 0, 0, 1,
+	  0, 150, 0, 0, 0, 0, 0, UPSTREAM_TIMEOUT, 200, "abc", 0, 1, 1 },
+	{ "HTTP/1.0 without keep-alive: not reused", sc_http10, "GET", "/o", -1, 0, 0, 2,
+	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 2, 2 },
+	{ "1 MiB both ways, paused both ways", sc_big, "PUT", "/b", BIG, 0, 0, 2,
+	  0, 0, 0, 3, 2, 0, 0, UPSTREAM_OK, 200, NULL, BIG, 1, 2 },
+	{ "request body of unknown length: chunked", sc_big, "POST", "/u", -2, BIG - 5, 0, 2,
+	  0, 0, 0, 2, 0, 0, 0, UPSTREAM_OK, 200, NULL, BIG, 1, 2 },
+	{ "2xx before the body went out: body still sent, connection kept", sc_early, "PUT",
+	  "/y", BIG, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 1, 2 },
+	{ "chunked request body with Expect", sc_continue, "PUT", "/p", -2, 3000, 1, 1,
+	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 1, 1 },
+};
+
+static void run_row(const struct row *w)
+{
+	struct upstream_config cfg;
+	struct event_base *base = event_base_new();
+	struct srv *s = srv_start(w->script);
+	struct upstream *u;
+	struct cli c = { 0 };
+	char url[128], err[128];
+
+	upstream_config_default(&cfg);
+	if (w->first_byte_ms)
+		cfg.first_byte_timeout_ms = w->first_byte_ms;
+	if (w->idle_ms)
+		cfg.idle_timeout_ms = w->idle_ms;
+	if (w->expect_ms)
+		cfg.expect_timeout_ms = w->expect_ms;
+	u = upstream_new(base, &cfg, err, sizeof(err));
+	assert_non_null(u);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s?x=1", s->port, w->path);
+	for (int i = 0; i < w->repeat; i++) {
+		memset(&c, 0, sizeof(c));
+		c.base = base;
+		c.send_len = w->send_len;
+		c.wait_every = w->wait_every;
+		c.pause_every = w->pause_every;
+		cli_run(u, &c, w->method, url, w->body_length, w->expect);
+		if (i < w->repeat - 1) /* only the last one may fail */
+			assert_int_equal(c.res, UPSTREAM_OK);
+		if (w->body_length != -1 && c.res == UPSTREAM_OK && i == w->repeat - 1) {
+			/* the server read every byte the client gave (earlier
+			 * requests: proven by the next on the same connection) */
+			assert_int_equal(s->body_bytes, (size_t)c.sent);
+			assert_int_equal(s->body_sum, c.send_sum);
+			if (w->body_length >= 0)
+				assert_int_equal(c.sent, w->body_length);
+		}
+	}
+	print_message("  %s: res %s (%s), status %d, %zu body bytes, %d accepts, %d requests\n",
+		      w->name, upstream_strerror(c.res), c.detail, c.status, c.body_len,
+		      s->accepts, s->requests);
+	assert_int_equal(c.done, 1);
+	assert_int_equal(c.res, w->res);
+	assert_int_equal(c.status, w->status);
+	assert_true(c.heads <= 1);
+	if (w->body) {
+		assert_int_equal(c.body_len, strlen(w->body));
+		assert_memory_equal(c.body, w->body, c.body_len);
+	} else if (w->body_len) {
+		assert_int_equal(c.body_len, w->body_len);
+	}
+	if (w->accepts)
+		assert_int_equal(__atomic_load_n(&s->accepts, __ATOMIC_SEQ_CST), w->accepts);
+	if (w->requests)
+		assert_int_equal(__atomic_load_n(&s->requests, __ATOMIC_SEQ_CST), w->requests);
+	assert_int_equal(upstream_active(u), 0);
+	upstream_free(u);
+	srv_stop(s);
+	event_base_free(base);
+}
+
+static void test_rows(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		run_row(&rows[i]);
+}
+
+/* ---- cases that are not rows ------------------------------------------------ */
+
+static void test_connect_refused(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct upstream *u;
+	struct cli c = { 0 };
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	char url[64], err[128];
+
+	(void)state;
+	/* a port nobody listens on: bound, then closed */
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	close(fd);
+	u = upstream_new(base, NULL, err, sizeof(err));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", ntohs(sa.sin_port));
+	c.base = base;
+	cli_run(u, &c, "GET", url, -1, 0);
+	assert_int_equal(c.done, 1);
+	assert_int_equal(c.res, UPSTREAM_CONNECT_FAILED);
+	assert_non_null(strstr(c.detail, "refused"));
+	/* a URL that is not one: NULL, no callback */
+	{
+		struct upstream_request r = { .method = "GET", .url = "ftp://x/", .body_length = -1 };
+
+		assert_null(upstream_start(u, &r, &cli_ops, &c, err, sizeof(err)));
+	}
+	upstream_free(u);
+	event_base_free(base);
+}
+
+/* Cancelling from inside on_head or on_body: no on_done, nothing leaks, the
+ * connection is not reused (the next request opens another). */
+static void test_cancel_inside(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct srv *s = srv_start(sc_big);
+	struct upstream *u = upstream_new(base, NULL, NULL, 0);
+	char url[64];
+
+	(void)state;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/b", s->port);
+	for (int k = 0; k < 2; k++) {
+		struct cli c = { 0 };
+
+		c.base = base;
+		c.cancel_in_head = k == 0;
+		c.cancel_in_body = k == 1;
+		cli_run(u, &c, "GET", url, -1, 0);
+		assert_int_equal(c.done, 0);
+		assert_int_equal(c.heads, 1);
+		assert_int_equal(upstream_active(u), 0);
+	}
+	{
+		struct cli c = { 0 };
+
+		c.base = base;
+		cli_run(u, &c, "GET", url, -1, 0);
+		assert_int_equal(c.res, UPSTREAM_OK);
+		assert_int_equal(c.body_len, BIG);
+	}
+	assert_int_equal(__atomic_load_n(&s->accepts, __ATOMIC_SEQ_CST), 3);
+	upstream_free(u);
+	srv_stop(s);
+	event_base_free(base);
+}
+
+/* Freeing the engine with a transfer in flight: no callback, no leak. */
+static void test_free_in_flight(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct srv *s = srv_start(sc_silent);
+	struct upstream *u = upstream_new(base, NULL, NULL, 0);
+	struct upstream_request r = { .method = "GET", .body_length = -1 };
+	struct cli c = { 0 };
+	struct timeval tv = { 0, 50000 };
+	char url[64], err[64];
+
+	(void)state;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/f", s->port);
+	r.url = url;
+	c.base = base;
+	c.x = upstream_start(u, &r, &cli_ops, &c, err, sizeof(err));
+	assert_non_null(c.x);
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+	assert_int_equal(upstream_active(u), 1);
+	upstream_free(u);
+	assert_int_equal(c.done, 0);
+	srv_stop(s);
+	event_base_free(base);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_cancel_inside),
+		cmocka_unit_test(test_free_in_flight),
+	};
+
+	signal(SIGPIPE, SIG_IGN); /* as fencegate's main() does */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
