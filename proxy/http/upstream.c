@@ -303,12 +303,29 @@ static void xfer_complete(struct upstream_xfer *x)
 		    evbuffer_get_length(bufferevent_get_output(bev)) == 0);
 }
 
-/* More request bytes, then out with them; a response that ended before the
- * body was out ends once it is. */
+/* 1 when the pump stopped at a full window and the socket then took all of
+ * it: no EV_WRITE is armed, so nothing would call the pump again. */
+static int xfer_window_drained(const struct upstream_xfer *x)
+{
+	return !x->dead && x->conn && x->conn->connected && !x->body_done && !x->expect_wait &&
+	       !x->send_paused && !x->t.tls &&
+	       evbuffer_get_length(bufferevent_get_output(x->conn->bev)) == 0;
+}
+
+/* More request bytes, then out with them, window after window while the
+ * socket takes each at once (a few per turn, then the loop's next turn: the
+ * other connections get theirs); a response that ended before the body was
+ * out ends once it is. */
 static void xfer_send(struct upstream_xfer *x)
 {
-	xfer_pump(x);
-	xfer_flush(x);
+	int rounds = 0;
+
+	do {
+		xfer_pump(x);
+		xfer_flush(x);
+	} while (xfer_window_drained(x) && ++rounds < UP_SEND_ROUNDS);
+	if (xfer_window_drained(x))
+		xfer_kick(x);
 	if (!x->dead && x->complete && x->body_done && x->conn &&
 	    evbuffer_get_length(bufferevent_get_output(x->conn->bev)) == 0)
 		xfer_complete(x);

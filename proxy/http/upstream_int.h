@@ -18,6 +18,7 @@
  * may wait in a connection's output before read_body is asked for more. */
 #define UP_BODY_PIECE   ((size_t)64 * 1024)
 #define UP_SEND_WINDOW  ((size_t)128 * 1024)
+#define UP_SEND_ROUNDS  4   /* windows written per loop turn at most */
 /* A response head larger than this is a bad response (libcurl's limit). */
 #define UP_HEAD_MAX     ((size_t)100 * 1024)
 /* A pooled connection unused this long is closed (libcurl: 118 s). */

@@ -573,6 +573,8 @@ static const struct row rows[] = {
 	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 2, 2 },
 	{ "1 MiB both ways, paused both ways", sc_big, "PUT", "/b", BIG, 0, 0, 2,
 	  0, 0, 0, 3, 2, 0, 0, UPSTREAM_OK, 200, NULL, BIG, 1, 2 },
+	{ "1 MiB body always ready: the send window refills after a complete write", sc_big,
+	  "PUT", "/r", BIG, 0, 0, 3, 2000, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, NULL, BIG, 1, 3 },
 	{ "request body of unknown length: chunked", sc_big, "POST", "/u", -2, BIG - 5, 0, 2,
 	  0, 0, 0, 2, 0, 0, 0, UPSTREAM_OK, 200, NULL, BIG, 1, 2 },
 	{ "2xx before the body went out: body still sent, connection kept", sc_early, "PUT",
