@@ -817,7 +817,11 @@ def test_rejection_reads_no_body(moto):
             expect("connection: close" in hd, "%s: the answer closes: %r" % (name, hd))
             expect(b"100 Continue" not in data, "%s: no 100 Continue" % name)
             expect(b"<ConnectionResetError>" not in data, "%s: reset" % name)
-            expect(counter.count() == 0, "%s: upstream requests: %s" % (name, counter.lines))
+            # the write never goes upstream; reading the lock may (a worker
+            # that had not loaded it yet lists its epochs)
+            to_key = [ln for ln in counter.lines
+                      if ln.split(" ")[1].split("?")[0] == "/%s/k" % b]
+            expect(not to_key, "%s: upstream requests for the key: %s" % (name, to_key))
         body, meta = moto_body(moto, b, "k")
         expect(body == b"kept", "storage unchanged: %r" % body)
         # a small refused body that came with its head is skipped, and the
