@@ -162,6 +162,9 @@ int front_conn_send_body(struct front_conn *c, const void *data, size_t len)
 	if (c->resp_chunked)
 		evbuffer_add(out, "\r\n", 2);
 	c->resp_sent += (int64_t)len;
+	/* EV_WRITE is off on plain TCP until a write leaves bytes behind: the
+	 * kick writes these on this loop turn, not when the window fills */
+	fconn_kick(c);
 	return 0;
 }
 
@@ -194,6 +197,7 @@ int front_conn_send_file(struct front_conn *c, int fd, int64_t offset, int64_t l
 	if (c->resp_chunked)
 		evbuffer_add(out, "\r\n", 2);
 	c->resp_sent += len;
+	fconn_kick(c);
 	return 0;
 }
 

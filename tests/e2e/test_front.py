@@ -784,6 +784,41 @@ def test_upstream_cut_mid_body():
         up.close()
 
 
+def test_streamed_body_reaches_client():
+    """Body bytes are passed on as they come: a slow upstream's first bytes
+    reach the client long before the rest (not once 64 KiB piled up or the
+    response ended)."""
+    def slow(conn):
+        read_request_head(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n")
+        time.sleep(0.3)
+        conn.sendall(b"abc")
+        time.sleep(2.0)
+        conn.sendall(b"def")
+
+    up = ScriptedUpstream(slow)
+    g = Gate("--upstream", up.url, "--mode", "http")
+    try:
+        s = connect(g.port)
+        s.sendall(b"GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+        t0, data = time.monotonic(), b""
+        s.settimeout(1.5)
+        while not data.endswith(b"abc"):
+            chunk = s.recv(4096)
+            assert chunk, data
+            data += chunk
+        assert time.monotonic() - t0 < 1.5, "first bytes after %.1f s" % (time.monotonic() - t0)
+        s.settimeout(5)
+        while not data.endswith(b"abcdef"):
+            chunk = s.recv(4096)
+            assert chunk, data
+            data += chunk
+        s.close()
+    finally:
+        g.close()
+        up.close()
+
+
 def test_s3_mode_strips_client_auth():
     """S3 mode re-signs with the proxy's credentials: none of the client's
     presigned-URL parameters (SigV4 or SigV2) goes upstream, or S3 would
@@ -910,6 +945,8 @@ def main():
         moto.close()
     r.check("upstream down -> 502", test_upstream_down_502)
     r.check("upstream silent -> 504", test_upstream_timeout_504)
+    r.check("a slow upstream's first body bytes reach the client at once",
+            test_streamed_body_reaches_client)
     r.check("upstream cut mid-body -> client connection closed", test_upstream_cut_mid_body)
     r.check("http mode forwarding rules", test_http_mode_forwarding)
     r.check("s3 mode: the client's presign parameters never go upstream",
