@@ -13,7 +13,8 @@
 #   BENCH_SECONDS   length of each wrk run (default 5)
 #   BENCH_ROUNDS    interleaved repetitions (default 3)
 #   BENCH_LAYOUTS   "one all" (default); one: everything on one CPU, c=64
-#                   and c=1; all: no pinning, N workers/threads, c=256
+#                   and c=1; all: no pinning, N workers/threads, c=256;
+#                   none: only the memory rows
 #   BENCH_BIG_MIB   size of the upload of the memory rows (default 1024; 0: skip)
 #   BENCH_KEEP      1 keeps the temp dir (configs, logs, raw results)
 set -euo pipefail
@@ -365,11 +366,12 @@ for layout in $LAYOUTS; do
 	case "$layout" in
 	one) nruns=$(( nruns + ROUNDS * (4 * 3 + 1 + 5 * 2) )) ;;
 	all) nruns=$(( nruns + ROUNDS * (5 * 3 + 1) )) ;;
+	none) ;;
 	*) die "unknown layout '$layout' (one, all)" ;;
 	esac
 done
 note "$ROUNDS rounds, $nruns runs of ${SECONDS_PER_RUN}s (about $(( nruns * (SECONDS_PER_RUN + 1) / 60 + 2 )) min)"
-for layout in $LAYOUTS; do run_layout "$layout"; done
+for layout in $LAYOUTS; do [ "$layout" = none ] || run_layout "$layout"; done
 
 # memory: RSS growth of one large upload, S3 mode and embedded store ----------------
 big_json=""
