@@ -25,6 +25,19 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
+/* Takes c off the pool's idle list. */
+static void idle_unlink(struct upstream *u, struct up_conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		u->idle = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+	u->n_idle--;
+}
+
 static void conn_free(struct up_conn *c)
 {
 	struct upstream *u;
@@ -32,15 +45,8 @@ static void conn_free(struct up_conn *c)
 	if (!c)
 		return;
 	u = c->u;
-	if (!c->x && (c->prev || u->idle == c)) {
-		if (c->prev)
-			c->prev->next = c->next;
-		else
-			u->idle = c->next;
-		if (c->next)
-			c->next->prev = c->prev;
-		u->n_idle--;
-	}
+	if (!c->x && (c->prev || u->idle == c))
+		idle_unlink(u, c);
 	if (c->bev) {
 		SSL *ssl = c->connected ? bufferevent_openssl_get_ssl(c->bev) : NULL;
 
@@ -350,14 +356,7 @@ int up_conn_attach(struct upstream_xfer *x, int fresh, enum upstream_result *res
 	for (struct up_conn *c = fresh ? NULL : u->idle; c; c = c->next) {
 		if (strcmp(c->origin, x->t.origin) != 0)
 			continue;
-		if (c->prev)
-			c->prev->next = c->next;
-		else
-			u->idle = c->next;
-		if (c->next)
-			c->next->prev = c->prev;
-		c->prev = c->next = NULL;
-		u->n_idle--;
+		idle_unlink(u, c);
 		c->x = x;
 		x->conn = c;
 		x->reused = c->served > 0;
