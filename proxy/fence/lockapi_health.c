@@ -233,6 +233,7 @@ static void schedule_retry(struct lockapi *api)
 	if (!api->self_test_retry)
 		api->self_test_retry = evtimer_new(api->base, self_test_retry_cb, api);
 	if (!api->self_test_retry || evtimer_add(api->self_test_retry, &tv) < 0) {
+		fleet_note(api, 0); /* no retry: as final as a verdict */
 		log_error("%s; refusing to report healthy", api->self_test_err);
 		return;
 	}
