@@ -89,16 +89,22 @@ class CountingProxy:
         self.sock.close()
 
 
+def wait_health(g, until, seconds, pause):
+    """Asks g's /_fence/health every pause seconds until until(code, body)
+    holds or seconds have passed; the last answer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        st, j = api(g.port, "GET", "/_fence/health")
+        if until(st, j) or time.monotonic() > deadline:
+            return st, j
+        time.sleep(pause)
+
+
 def test_health_refuses_unsafe_backend(moto):
     # a bucket that does not exist: the self-test cannot pass, health says so
     g = Gate("--upstream", moto.url, "--check-bucket", "no-such-bucket-here")
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            st, j = api(g.port, "GET", "/_fence/health")
-            if j.get("status") == "failed":
-                break
-            time.sleep(0.1)
+        st, j = wait_health(g, lambda st, j: j.get("status") == "failed", 10, 0.1)
         expect(st == 503 and j["status"] == "failed", "health: %s %s" % (st, j))
         expect("self-test failed" in g.logtext(), "the log names the problem")
     finally:
@@ -113,21 +119,11 @@ def test_health_self_test_retries(moto):
     b = "fence-late-bucket"
     g = Gate("--upstream", moto.url, "--check-bucket", b, "--access-log", "off")
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            st, j = api(g.port, "GET", "/_fence/health")
-            if j.get("status") == "failed":
-                break
-            time.sleep(0.1)
+        st, j = wait_health(g, lambda st, j: j.get("status") == "failed", 10, 0.1)
         expect(st == 503 and j["status"] == "failed", "health before: %s %s" % (st, j))
         expect("trying again in" in g.logtext(), "the log says it retries:\n" + g.logtext())
         moto.create_bucket(b)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            st, j = api(g.port, "GET", "/_fence/health")
-            if st == 200:
-                break
-            time.sleep(0.2)
+        st, j = wait_health(g, lambda st, j: st == 200, 15, 0.2)
         expect(st == 200 and j["status"] == "ok", "health after the bucket: %s %s" % (st, j))
         expect("self-test passed" in g.logtext(), "passed after a retry")
     finally:
@@ -143,12 +139,7 @@ def test_health_reports_upstream(moto):
     g = Gate("--upstream", moto.url, "--check-bucket", b, "--access-log", "off")
 
     def wait_for(status, seconds):
-        deadline = time.monotonic() + seconds
-        while True:
-            st, j = api(g.port, "GET", "/_fence/health")
-            if j.get("status") == status or time.monotonic() > deadline:
-                return st, j
-            time.sleep(0.2)
+        return wait_health(g, lambda st, j: j.get("status") == status, seconds, 0.2)
 
     frozen = False
     try:
