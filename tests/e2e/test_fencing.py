@@ -6,14 +6,15 @@ Starts a real moto_server and bin/fencegate (from FENCE_BIN) on free
 (http.client), boto3, the AWS CLI and fencectl. The central assertion: a
 stale write never reaches storage -- checked by reading moto directly with
 boto3, never through the proxy. Every process is stopped by its PID. Prints
-'N passed, N failed'."""
+'N passed, N failed'. Health against the backend, the upstream traffic of a
+write, refusals, the access log and clients that leave are in
+test_fencing_ops.py, which imports its helpers from here."""
 import http.client
 import json
 import os
 import re
 import shutil
 import socket
-import signal
 import subprocess
 import sys
 import tempfile
@@ -50,73 +51,6 @@ class Gate:
             print(self.logtext())
         os.unlink(self.log.name)
         return rc
-
-
-class CountingProxy:
-    """A TCP relay between fencegate and moto that counts upstream
-    connections (moto closes after every response, so one connection is one
-    request) and remembers each request line."""
-
-    def __init__(self, target_port):
-        self.target = target_port
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.lock = threading.Lock()
-        self.lines = []
-        self.stopping = False
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _pipe(self, src, dst, record):
-        first = True
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                if record and first:
-                    first = False
-                    line = data.split(b"\r\n", 1)[0].decode("latin-1")
-                    with self.lock:
-                        self.lines.append(line)
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            try:
-                dst.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-
-    def _accept(self):
-        while not self.stopping:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            try:
-                u = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:
-                c.close()
-                continue
-            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c, False), daemon=True).start()
-
-    def count(self):
-        with self.lock:
-            return len(self.lines)
-
-    def reset(self):
-        with self.lock:
-            self.lines = []
-
-    def close(self):
-        self.stopping = True
-        self.sock.close()
 
 
 # ---- helpers -----------------------------------------------------------------
@@ -205,87 +139,6 @@ def test_health_and_metrics(moto, gate):
                    "fencegate_lock_current_epoch",
                    "fencegate_etag_cache_hits_total"):
         expect(family in text, "metrics lack %s" % family)
-
-
-def test_health_refuses_unsafe_backend(moto):
-    # a bucket that does not exist: the self-test cannot pass, health says so
-    g = Gate("--upstream", moto.url, "--check-bucket", "no-such-bucket-here")
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            st, j = api(g.port, "GET", "/_fence/health")
-            if j.get("status") == "failed":
-                break
-            time.sleep(0.1)
-        expect(st == 503 and j["status"] == "failed", "health: %s %s" % (st, j))
-        expect("self-test failed" in g.logtext(), "the log names the problem")
-    finally:
-        g.close()
-
-
-def test_health_self_test_retries(moto):
-    """A self-test that fails for want of the store (here its bucket does
-    not exist yet) is tried again with a backoff: once the bucket is
-    created, health turns 200 without a restart. A store that ignores
-    conditions stays refused (the self-test's verdict, in lock_admin.c)."""
-    b = "fence-late-bucket"
-    g = Gate("--upstream", moto.url, "--check-bucket", b, "--access-log", "off")
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            st, j = api(g.port, "GET", "/_fence/health")
-            if j.get("status") == "failed":
-                break
-            time.sleep(0.1)
-        expect(st == 503 and j["status"] == "failed", "health before: %s %s" % (st, j))
-        expect("trying again in" in g.logtext(), "the log says it retries:\n" + g.logtext())
-        moto.create_bucket(b)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            st, j = api(g.port, "GET", "/_fence/health")
-            if st == 200:
-                break
-            time.sleep(0.2)
-        expect(st == 200 and j["status"] == "ok", "health after the bucket: %s %s" % (st, j))
-        expect("self-test passed" in g.logtext(), "passed after a retry")
-    finally:
-        g.close()
-
-
-def test_health_reports_upstream(moto):
-    """With --check-bucket, health follows the upstream: 503
-    upstream_unreachable while S3 does not answer (moto frozen, our own
-    process), 200 again once it does. Waits are bounded."""
-    b = "fence-health-up"
-    moto.create_bucket(b)
-    g = Gate("--upstream", moto.url, "--check-bucket", b, "--access-log", "off")
-
-    def wait_for(status, seconds):
-        deadline = time.monotonic() + seconds
-        while True:
-            st, j = api(g.port, "GET", "/_fence/health")
-            if j.get("status") == status or time.monotonic() > deadline:
-                return st, j
-            time.sleep(0.2)
-
-    frozen = False
-    try:
-        st, j = wait_for("ok", 10)
-        expect(st == 200, "healthy first: %s %s" % (st, j))
-        os.kill(moto.proc.pid, signal.SIGSTOP)
-        frozen = True
-        st, j = wait_for("upstream_unreachable", 15)
-        expect(st == 503 and j["status"] == "upstream_unreachable" and j["message"],
-               "health while S3 is down: %s %s" % (st, j))
-        os.kill(moto.proc.pid, signal.SIGCONT)
-        frozen = False
-        st, j = wait_for("ok", 15)
-        expect(st == 200, "healthy again: %s %s" % (st, j))
-        expect("upstream unreachable" in g.logtext(), "the log says so")
-    finally:
-        if frozen:
-            os.kill(moto.proc.pid, signal.SIGCONT)
-        g.close()
 
 
 def test_decision_table(moto, gate):
@@ -716,192 +569,6 @@ def test_aws_cli(moto, gate):
         tmp.close()
 
 
-def test_one_upstream_request_per_write(moto):
-    b = "fence-count"
-    moto.create_bucket(b)
-    counter = CountingProxy(moto.port)
-    # counts what one instance with a warm ETag cache sends: one event loop
-    # (each worker has its own cache, so a write that reaches a cold one
-    # costs a HEAD more, as with a second replica)
-    g = Gate("--upstream", counter.url, "--access-log", "off", "--lock-refresh", "3600s",
-             "--workers", "1")
-    try:
-        e = acquire(g.port, b, "count")
-        st, h, d = req(g.port, "PUT", "/%s/k" % b, b"first", {"X-Fencing-Token": str(e)})
-        expect(st == 200, "first write: %s" % st)
-        for i in range(5):
-            counter.reset()
-            st, h, d = req(g.port, "PUT", "/%s/k" % b, b"v%d" % i,
-                           {"X-Fencing-Token": str(e)})
-            expect(st == 200, "steady write: %s %s" % (st, d))
-            time.sleep(0.05)
-            expect(counter.count() == 1 and counter.lines[0].startswith("PUT /%s/k" % b),
-                   "upstream requests for one write: %s" % counter.lines)
-        body, meta = moto_body(moto, b, "k")
-        expect(body == b"v4", "last write stored")
-        # a stale write costs nothing upstream
-        counter.reset()
-        st, h, d = req(g.port, "PUT", "/%s/k" % b, b"x", {"X-Fencing-Token": str(e + 100)})
-        # an unknown epoch costs one load of the lock (a listing after the
-        # known epoch, a GET of the latest) and nothing is forwarded
-        expect(st == 409 and counter.count() == 2 and "list-type=2" in counter.lines[0]
-               and counter.lines[1].startswith("GET ") and
-               not any(x.startswith("PUT ") for x in counter.lines),
-               "unknown epoch: one load only: %s" % counter.lines)
-        counter.reset()
-        st, h, d = req(g.port, "PUT", "/%s/k" % b, b"x")
-        expect(st == 428 and counter.count() == 0, "no token: nothing upstream")
-    finally:
-        g.close()
-        counter.close()
-
-
-def raw_put_answer(port, path, headers, body_len, send_body=True):
-    """Sends a PUT head with Content-Length body_len (and, from a thread,
-    the body, as a client that does not wait would), reads until the proxy
-    closes; returns (status line, head, whole answer)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    head = "PUT %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n" \
-           "Content-Length: %d\r\n%s\r\n" % (path, body_len, "".join(
-               "%s: %s\r\n" % kv for kv in headers.items()))
-
-    def send():
-        try:
-            s.sendall(head.encode() + (b"z" * body_len if send_body else b""))
-        except OSError:
-            pass
-    t = threading.Thread(target=send, daemon=True)
-    t.start()
-    data = b""
-    try:
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    except OSError as e:
-        data += ("<%s>" % e.__class__.__name__).encode()
-    finally:
-        t.join(10)
-        s.close()
-    hd = data.split(b"\r\n\r\n", 1)[0].decode("latin-1")
-    return hd.split("\r\n", 1)[0], hd.lower(), data
-
-
-def test_rejection_reads_no_body(moto):
-    """A 1 MiB write refused from its head (stale token, no token) is
-    answered at once and closes (lingering: the client reads the answer,
-    no reset), nothing goes upstream and storage keeps its object; with
-    Expect: 100-continue the refusal comes without 100 Continue."""
-    b = "fence-bigreject"
-    moto.create_bucket(b)
-    counter = CountingProxy(moto.port)
-    g = Gate("--upstream", counter.url, "--access-log", "off", "--lock-refresh", "3600s")
-    try:
-        e1 = acquire(g.port, b, "big1")
-        release(g.port, b, e1)
-        e2 = acquire(g.port, b, "big2")
-        st, h, d = req(g.port, "PUT", "/%s/k" % b, b"kept", {"X-Fencing-Token": str(e2)})
-        expect(st == 200, "current write: %s %s" % (st, d))
-        mib = 1024 * 1024
-        cases = [("stale", {"X-Fencing-Token": str(e1)}, True, "409", b"FencingTokenStale"),
-                 ("no token", {}, True, "428", b"FencingTokenMissing"),
-                 ("stale, 100-continue", {"X-Fencing-Token": str(e1),
-                                          "Expect": "100-continue"}, False, "409",
-                  b"FencingTokenStale")]
-        for name, hdrs, send_body, status, code in cases:
-            counter.reset()
-            line, hd, data = raw_put_answer(g.port, "/%s/k" % b, hdrs, mib, send_body)
-            expect(line.split(" ")[1:2] == [status] and code in data,
-                   "%s: answer %r" % (name, data[:300]))
-            expect("connection: close" in hd, "%s: the answer closes: %r" % (name, hd))
-            expect(b"100 Continue" not in data, "%s: no 100 Continue" % name)
-            expect(b"<ConnectionResetError>" not in data, "%s: reset" % name)
-            # the write never goes upstream; reading the lock may (a worker
-            # that had not loaded it yet lists its epochs)
-            to_key = [ln for ln in counter.lines
-                      if ln.split(" ")[1].split("?")[0] == "/%s/k" % b]
-            expect(not to_key, "%s: upstream requests for the key: %s" % (name, to_key))
-        body, meta = moto_body(moto, b, "k")
-        expect(body == b"kept", "storage unchanged: %r" % body)
-        # a small refused body that came with its head is skipped, and the
-        # connection stays open
-        c = http.client.HTTPConnection("127.0.0.1", g.port, timeout=10)
-        try:
-            for _ in range(2):
-                c.request("PUT", "/%s/k" % b, body=b"small",
-                          headers={"X-Fencing-Token": str(e1)})
-                r = c.getresponse()
-                r.read()
-                expect(r.status == 409 and r.getheader("Connection") != "close",
-                       "small stale body: %s %s" % (r.status, r.getheaders()))
-        finally:
-            c.close()
-        expect(counter.count() == 0, "upstream requests: %s" % counter.lines)
-    finally:
-        g.close()
-        counter.close()
-
-
-def test_access_log(moto):
-    b = "fence-log"
-    moto.create_bucket(b)
-    g = Gate("--upstream", moto.url)
-    try:
-        e = acquire(g.port, b, "log")
-        req(g.port, "PUT", "/%s/k" % b, b"x", {"X-Fencing-Token": str(e)})
-        req(g.port, "PUT", "/%s/k" % b, b"x", {"X-Fencing-Token": "99"})
-        time.sleep(0.1)
-        lines = [json.loads(x) for x in g.logtext().splitlines() if x.startswith("{")]
-        puts = [x for x in lines if x["method"] == "PUT" and x["key"] == "k"]
-        expect(len(puts) == 2, "two PUT lines: %s" % puts)
-        ok, bad = puts
-        expect(ok["verdict"] == "forward" and ok["presentedEpoch"] == e and
-               ok["currentEpoch"] == e and ok["upstreamStatus"] == 200 and ok["lock"] == b
-               and ok["bucket"] == b and ok["bytesIn"] == 1, "forward line: %s" % ok)
-        expect(bad["verdict"] == "reject_unknown" and bad["status"] == 409 and
-               bad["upstreamStatus"] is None, "reject line: %s" % bad)
-        for x in puts:
-            for field in ("requestId", "durationMs", "bytesOut", "time"):
-                expect(field in x, "field %s" % field)
-    finally:
-        g.close()
-
-
-def test_client_gone_while_suspended(moto):
-    b = "fence-gone"
-    moto.create_bucket(b)
-    g = Gate("--upstream", moto.url, "--access-log", "off")
-    try:
-        e = acquire(g.port, b, "gone")
-        raw = ("PUT /%s/k HTTP/1.1\r\nHost: x\r\nX-Fencing-Token: %d\r\n"
-               "Content-Length: 3\r\n\r\nabc" % (b, e)).encode()
-        # leave while the write waits for a lock lookup / HEAD, many times
-        for i in range(20):
-            s = socket.create_connection(("127.0.0.1", g.port))
-            token = e + 1 if i % 2 else e
-            s.sendall(raw.replace(b"Token: %d" % e, b"Token: %d" % token)
-                      .replace(b"/k ", b"/k%d " % i))
-            s.close()
-        # an acquire that waits, abandoned
-        s = socket.create_connection(("127.0.0.1", g.port))
-        body = b'{"holder":"x","waitMs":2000}'
-        s.sendall(b"POST /_fence/locks/%s/acquire HTTP/1.1\r\nHost: x\r\n"
-                  b"Content-Length: %d\r\n\r\n%s" % (b.encode(), len(body), body))
-        time.sleep(0.2)
-        s.close()
-        time.sleep(2.5)
-        expect(g.proc.poll() is None, "still running")
-        st, h, d = req(g.port, "PUT", "/%s/after" % b, b"ok", {"X-Fencing-Token": str(e)})
-        expect(st == 200, "serves after abandoned requests: %s %s" % (st, d))
-        st, h, d = req(g.port, "GET", "/_fence/metrics")
-        expect("fencegate_in_flight_requests 1" in d.decode(), "nothing left in flight: %s"
-               % [x for x in d.decode().splitlines() if "in_flight" in x])
-    finally:
-        rc = g.close()
-        expect(rc == 0, "clean exit: %s" % rc)
-
-
 def test_embedded_default():
     tmp = harness.TempDir()
     g = Gate("--data", os.path.join(tmp.path, "data"))
@@ -946,12 +613,6 @@ def main():
                     time.monotonic() < deadline:
                 time.sleep(0.05)
             r.check("health and metrics", test_health_and_metrics, moto, gate)
-            r.check("health refuses a backend that fails the self-test",
-                    test_health_refuses_unsafe_backend, moto)
-            r.check("health: a self-test that could not reach the store is tried again",
-                    test_health_self_test_retries, moto)
-            r.check("health follows the upstream (--check-bucket)",
-                    test_health_reports_upstream, moto)
             r.check("decision table, stale writes never reach storage",
                     test_decision_table, moto, gate)
             r.check("two replicas: a zombie through the lagging one is refused",
@@ -964,13 +625,6 @@ def main():
             r.check("fenced multipart upload", test_multipart, moto, gate)
             r.check("aws cli put-object and s3 cp (multipart) with token metadata",
                     test_aws_cli, moto, gate)
-            r.check("steady state: one upstream request per write",
-                    test_one_upstream_request_per_write, moto)
-            r.check("a refused 1 MiB write: answered at once, closed, nothing upstream",
-                    test_rejection_reads_no_body, moto)
-            r.check("access log lines", test_access_log, moto)
-            r.check("clients leaving while their request is suspended",
-                    test_client_gone_while_suspended, moto)
         finally:
             gate.close()
     finally:
