@@ -23,8 +23,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from test_fencing import (Gate, CountingProxy, req, acquire, release, s3code,  # noqa: E402
+from test_fencing import (Gate, req, acquire, release, s3code,  # noqa: E402
                           expect, cli_env)
+from test_fencing_ops import CountingProxy  # noqa: E402
 
 
 class MotoTarget:

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
-from test_front import ScriptedUpstream, read_request_head  # noqa: E402
+from test_front_upstream import ScriptedUpstream, read_request_head  # noqa: E402
 
 BUCKET = "slowbody"
 
