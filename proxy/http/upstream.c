@@ -190,6 +190,14 @@ static enum pump_step pump_piece(struct upstream_xfer *x, struct evbuffer_iovec 
 	return n + frame < room ? PUMP_SHORT : PUMP_GOT;
 }
 
+/* 1 while the request body may be pumped: connected, not all sent, not
+ * waiting for 100 Continue or for read_body to have more. */
+static int pump_can_run(const struct upstream_xfer *x)
+{
+	return !x->dead && x->conn && x->conn->connected && !x->body_done && !x->expect_wait &&
+	       !x->send_paused;
+}
+
 /* Fills the connection's output from read_body up to UP_SEND_WINDOW, in
  * pieces of up to UP_BODY_PIECE read straight into the output buffer (the
  * free space of its last chunk first: small pieces allocate nothing). */
@@ -199,8 +207,7 @@ static void xfer_pump(struct upstream_xfer *x)
 	const size_t frame = x->body_length == -2 ? 12 : 0; /* "%08zx\r\n" ... "\r\n" */
 	enum pump_step step = PUMP_GOT;
 
-	if (x->dead || !x->conn || !x->conn->connected || x->body_done || x->expect_wait ||
-	    x->send_paused)
+	if (!pump_can_run(x))
 		return;
 	out = bufferevent_get_output(x->conn->bev);
 	while (step == PUMP_GOT || step == PUMP_SHORT) {
@@ -307,8 +314,7 @@ static void xfer_complete(struct upstream_xfer *x)
  * it: no EV_WRITE is armed, so nothing would call the pump again. */
 static int xfer_window_drained(const struct upstream_xfer *x)
 {
-	return !x->dead && x->conn && x->conn->connected && !x->body_done && !x->expect_wait &&
-	       !x->send_paused && !x->t.tls &&
+	return pump_can_run(x) && !x->t.tls &&
 	       evbuffer_get_length(bufferevent_get_output(x->conn->bev)) == 0;
 }
 
