@@ -17,6 +17,9 @@
 #                   none: only the memory rows
 #   BENCH_BIG_MIB   size of the upload of the memory rows (default 1024; 0: skip)
 #   BENCH_KEEP      1 keeps the temp dir (configs, logs, raw results)
+#   BENCH_HOLD      1: start the first layout's servers, print their ports
+#                   (and write them to $work/ports), then wait until killed,
+#                   measuring nothing: for a profiler (perf, strace)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -252,6 +255,14 @@ run_layout() { # one|all
 		[haproxy2]=$hap2_port [fencegate]=$fg_port)
 
 	local t c
+	if [ "${BENCH_HOLD:-0}" = 1 ]; then
+		for t in "${targets[@]}"; do
+			echo "$t ${port_of[$t]} ${pid_of[$t]}"
+		done >"$work/ports"
+		note "holding (BENCH_HOLD=1): target port pid in $work/ports:"
+		cat "$work/ports" >&2
+		while :; do sleep 3600; done
+	fi
 	for t in "${targets[@]}"; do
 		for c in get put1k put64k stale; do
 			[ "$c" = stale ] && [ "$t" != fencegate ] && continue
