@@ -1,20 +1,26 @@
 /* sigv4.c — AWS Signature Version 4's cryptography, as separate, testable
  * steps: string to sign, signing key (with a small cache of derived keys),
  * signature, the Authorization header, and the aws-chunked chunk and
- * trailer signatures, with OpenSSL doing SHA-256 and HMAC (contexts kept
- * per thread). The strings it signs are built in sigv4_canon.c. It is pure
+ * trailer signatures, with OpenSSL doing SHA-256 and HMAC built on it
+ * (no shared state but the key cache). The strings it signs are built in sigv4_canon.c. It is pure
  * computation: no I/O, no clock, no HTTP framing, and it never decides on
  * its own whether a request is authentic (callers compare signatures with
- * sigv4_signature_equal). */
+ * sigv4_signature_equal).
+ *
+ * The low-level SHA256_Init/Update/Final are deprecated in OpenSSL 3 in
+ * favour of EVP, but they are still there and do the same block function
+ * without EVP's per-call dispatch, context allocation and provider lookup,
+ * which cost several times the hash itself on the short strings SigV4
+ * signs. They are used deliberately, so the warning is silenced here. */
+#define OPENSSL_SUPPRESS_DEPRECATED
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/core_names.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
+#include <openssl/sha.h>
 
 #include "sigv4.h"
 #include "sigv4_int.h"
@@ -25,163 +31,103 @@
 #define SIGV4_TRAILER_ALGORITHM "AWS4-HMAC-SHA256-TRAILER"
 
 /* ---- hashing -------------------------------------------------------------
- * OpenSSL 3 makes an HMAC or digest expensive when every call fetches the
- * algorithm by name and builds a fresh context: that was most of the cost of
- * signing a request. So the algorithms are fetched once per process, and
- * each thread keeps one HMAC-SHA256 context and one digest context that it
- * re-keys / re-initializes per call (freed when the thread exits). Where
- * that per-thread state cannot be had, each call falls back to a private
- * context, as before. */
+ * SHA-256 is OpenSSL's, through the low-level interface: a SHA256_CTX is a
+ * plain struct on the caller's stack, so there is no shared or per-thread
+ * state at all, and copying one is a struct assignment. HMAC (RFC 2104) is
+ * built on it: a key's inner and outer states (key ^ ipad, key ^ opad, each
+ * absorbed as one block) are computed once into a struct hmac_key, and each
+ * MAC then copies them instead of re-keying. The low-level calls cannot
+ * fail on valid arguments, so these helpers return nothing. */
+
+#define SHA256_BLOCK 64
+
+/* SHA-256 of data into md. Not OpenSSL's one-shot SHA256(): in OpenSSL 3
+ * that goes through EVP_Q_digest, fetching the algorithm on every call. */
+static void sha256_once(const void *data, size_t len, unsigned char md[32])
+{
+	SHA256_CTX ctx;
+
+	SHA256_Init(&ctx);
+	SHA256_Update(&ctx, data, len);
+	SHA256_Final(md, &ctx);
+}
 
 struct hmac_piece {
 	const void *data;
 	size_t len;
 };
 
-struct thread_crypto {
-	EVP_MAC_CTX *hmac;  /* HMAC with the SHA256 digest set; re-keyed per use */
-	EVP_MD_CTX *md;     /* re-initialized per use */
+struct hmac_key {
+	SHA256_CTX inner; /* after absorbing key ^ ipad */
+	SHA256_CTX outer; /* after absorbing key ^ opad */
 };
 
-static EVP_MAC *hmac_algorithm;
-static EVP_MD *sha256_algorithm;
-static EVP_MAC_CTX *hmac_template;  /* digest set, no key: dup'd per thread */
-static pthread_key_t thread_crypto_key;
-static int thread_crypto_key_ok;
-static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
-
-static void thread_crypto_free(void *arg)
+static void hmac_key_init(struct hmac_key *hk, const void *key, size_t keylen)
 {
-	struct thread_crypto *tc = arg;
+	unsigned char block[SHA256_BLOCK], pad[SHA256_BLOCK];
+	size_t i;
 
-	if (!tc)
-		return;
-	EVP_MAC_CTX_free(tc->hmac);
-	EVP_MD_CTX_free(tc->md);
-	free(tc);
+	memset(block, 0, sizeof(block));
+	if (keylen > SHA256_BLOCK)
+		sha256_once(key, keylen, block);
+	else if (keylen > 0)
+		memcpy(block, key, keylen);
+	for (i = 0; i < SHA256_BLOCK; i++)
+		pad[i] = block[i] ^ 0x36;
+	SHA256_Init(&hk->inner);
+	SHA256_Update(&hk->inner, pad, sizeof(pad));
+	for (i = 0; i < SHA256_BLOCK; i++)
+		pad[i] = block[i] ^ 0x5c;
+	SHA256_Init(&hk->outer);
+	SHA256_Update(&hk->outer, pad, sizeof(pad));
+	OPENSSL_cleanse(block, sizeof(block));
+	OPENSSL_cleanse(pad, sizeof(pad));
 }
 
-/* Sets the SHA256 digest on a fresh HMAC context. Returns 0 or -1. */
-static int hmac_ctx_set_digest(EVP_MAC_CTX *ctx)
-{
-	OSSL_PARAM params[2];
-
-	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-						     (char *)"SHA256", 0);
-	params[1] = OSSL_PARAM_construct_end();
-	return EVP_MAC_CTX_set_params(ctx, params) ? 0 : -1;
-}
-
-static void crypto_init(void)
-{
-	hmac_algorithm = EVP_MAC_fetch(NULL, "HMAC", NULL);
-	sha256_algorithm = EVP_MD_fetch(NULL, "SHA256", NULL);
-	if (hmac_algorithm) {
-		hmac_template = EVP_MAC_CTX_new(hmac_algorithm);
-		if (hmac_template && hmac_ctx_set_digest(hmac_template)) {
-			EVP_MAC_CTX_free(hmac_template);
-			hmac_template = NULL;
-		}
-	}
-	thread_crypto_key_ok = pthread_key_create(&thread_crypto_key,
-						  thread_crypto_free) == 0;
-}
-
-/* This thread's contexts, created on first use; NULL when unavailable
- * (callers then use one-off contexts). */
-static struct thread_crypto *thread_crypto(void)
-{
-	struct thread_crypto *tc;
-
-	pthread_once(&crypto_once, crypto_init);
-	if (!thread_crypto_key_ok || !hmac_template || !sha256_algorithm)
-		return NULL;
-	tc = pthread_getspecific(thread_crypto_key);
-	if (tc)
-		return tc;
-	tc = calloc(1, sizeof(*tc));
-	if (!tc)
-		return NULL;
-	tc->hmac = EVP_MAC_CTX_dup(hmac_template);
-	tc->md = EVP_MD_CTX_new();
-	if (!tc->hmac || !tc->md ||
-	    pthread_setspecific(thread_crypto_key, tc) != 0) {
-		thread_crypto_free(tc);
-		return NULL;
-	}
-	return tc;
-}
-
-/* HMAC-SHA256(key, concatenation of pieces) into out. Returns 0 or -1. */
-static int hmac_sha256(const void *key, size_t keylen,
-		       const struct hmac_piece *pieces, size_t npieces,
+/* Finishes an HMAC whose message went into inner (a copy of hk->inner).
+ * SHA256_Final wipes a context's buffered input; what stays in it and in
+ * md are hash values, not the key, so they are not cleansed again. */
+static void hmac_final(const struct hmac_key *hk, SHA256_CTX *inner,
 		       unsigned char out[32])
 {
-	struct thread_crypto *tc = thread_crypto();
-	EVP_MAC_CTX *own = NULL, *ctx;
-	size_t outlen = 0;
-	size_t i;
-	int rc = -1;
+	SHA256_CTX outer = hk->outer;
+	unsigned char md[32];
 
-	if (tc) {
-		ctx = tc->hmac;
-	} else {
-		if (!hmac_algorithm)
-			goto out;
-		ctx = own = EVP_MAC_CTX_new(hmac_algorithm);
-		if (!own || hmac_ctx_set_digest(own))
-			goto out;
-	}
-	if (!EVP_MAC_init(ctx, key, keylen, NULL))
-		goto out;
-	for (i = 0; i < npieces; i++)
-		if (!EVP_MAC_update(ctx, pieces[i].data, pieces[i].len))
-			goto out;
-	if (!EVP_MAC_final(ctx, out, &outlen, 32) || outlen != 32)
-		goto out;
-	rc = 0;
-out:
-	EVP_MAC_CTX_free(own);
-	return rc;
+	SHA256_Final(md, inner);
+	SHA256_Update(&outer, md, sizeof(md));
+	SHA256_Final(out, &outer);
 }
 
-static int hmac_sha256_str(const void *key, size_t keylen, const char *msg,
-			   unsigned char out[32])
+/* HMAC-SHA256 with a pre-keyed hk over the concatenation of pieces. */
+static void hmac_keyed(const struct hmac_key *hk, const struct hmac_piece *pieces,
+		       size_t npieces, unsigned char out[32])
+{
+	SHA256_CTX inner = hk->inner;
+	size_t i;
+
+	for (i = 0; i < npieces; i++)
+		SHA256_Update(&inner, pieces[i].data, pieces[i].len);
+	hmac_final(hk, &inner, out);
+}
+
+/* HMAC-SHA256(key, concatenation of pieces) into out. */
+static void hmac_sha256(const void *key, size_t keylen,
+			const struct hmac_piece *pieces, size_t npieces,
+			unsigned char out[32])
+{
+	struct hmac_key hk;
+
+	hmac_key_init(&hk, key, keylen);
+	hmac_keyed(&hk, pieces, npieces, out);
+	OPENSSL_cleanse(&hk, sizeof(hk));
+}
+
+static void hmac_sha256_str(const void *key, size_t keylen, const char *msg,
+			    unsigned char out[32])
 {
 	struct hmac_piece piece = { msg, strlen(msg) };
 
-	return hmac_sha256(key, keylen, &piece, 1, out);
-}
-
-/* SHA-256 of the concatenation of pieces into md. Returns 0 or -1. */
-static int sha256(const struct hmac_piece *pieces, size_t npieces,
-		  unsigned char md[32])
-{
-	struct thread_crypto *tc = thread_crypto();
-	EVP_MD_CTX *own = NULL, *ctx;
-	unsigned int mdlen = 0;
-	size_t i;
-	int rc = -1;
-
-	if (tc) {
-		ctx = tc->md;
-	} else {
-		ctx = own = EVP_MD_CTX_new();
-		if (!own)
-			goto out;
-	}
-	if (!EVP_DigestInit_ex(ctx, sha256_algorithm ? sha256_algorithm :
-			       EVP_sha256(), NULL))
-		goto out;
-	for (i = 0; i < npieces; i++)
-		if (!EVP_DigestUpdate(ctx, pieces[i].data, pieces[i].len))
-			goto out;
-	if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32)
-		goto out;
-	rc = 0;
-out:
-	EVP_MD_CTX_free(own);
-	return rc;
+	hmac_sha256(key, keylen, &piece, 1, out);
 }
 
 void sigv4_amz_date(time_t t, char out[17])
@@ -192,30 +138,43 @@ void sigv4_amz_date(time_t t, char out[17])
 		out[0] = '\0';
 }
 
-/* On an OpenSSL failure hex is "" (which matches no signature). */
 void sigv4_sha256_hex(const void *data, size_t len, char hex[65])
 {
-	struct hmac_piece piece = { data, len };
 	unsigned char md[32];
 
-	if (sha256(&piece, 1, md)) {
-		hex[0] = '\0';
-		return;
-	}
+	sha256_once(data, len, md);
 	hex_encode(md, 32, hex);
 }
 
 /* ---- steps 2-4 ------------------------------------------------------------ */
 
+/* Copies n bytes to p, returns the end. */
+static char *put(char *p, const void *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
+}
+
+#define SCOPE_TAIL "/aws4_request"
+
 char *sigv4_scope(const char *amz_date, const char *region, const char *service)
 {
-	char *scope = NULL;
+	size_t rlen, slen;
+	char *scope, *p;
 
 	if (!amz_date || strlen(amz_date) < 8 || !region || !service)
 		return NULL;
-	if (asprintf(&scope, "%.8s/%s/%s/aws4_request", amz_date, region,
-		     service) < 0)
+	rlen = strlen(region);
+	slen = strlen(service);
+	scope = malloc(8 + 1 + rlen + 1 + slen + sizeof(SCOPE_TAIL));
+	if (!scope)
 		return NULL;
+	p = put(scope, amz_date, 8);
+	*p++ = '/';
+	p = put(p, region, rlen);
+	*p++ = '/';
+	p = put(p, service, slen);
+	memcpy(p, SCOPE_TAIL, sizeof(SCOPE_TAIL));
 	return scope;
 }
 
@@ -223,30 +182,40 @@ char *sigv4_string_to_sign(const char *amz_date, const char *scope,
 			   const char *canonical)
 {
 	char hash[65];
-	char *sts = NULL;
+	size_t dlen, slen;
+	char *sts, *p;
 
 	if (!amz_date || !scope || !canonical)
 		return NULL;
 	sigv4_sha256_hex(canonical, strlen(canonical), hash);
-	if (!hash[0])
+	dlen = strlen(amz_date);
+	slen = strlen(scope);
+	sts = malloc(sizeof(SIGV4_ALGORITHM) + dlen + 1 + slen + 1 + 64 + 1);
+	if (!sts)
 		return NULL;
-	if (asprintf(&sts, SIGV4_ALGORITHM "\n%s\n%s\n%s", amz_date, scope,
-		     hash) < 0)
-		return NULL;
+	p = put(sts, SIGV4_ALGORITHM "\n", sizeof(SIGV4_ALGORITHM));
+	p = put(p, amz_date, dlen);
+	*p++ = '\n';
+	p = put(p, scope, slen);
+	*p++ = '\n';
+	memcpy(p, hash, 65);
 	return sts;
 }
 
 /* ---- signing-key cache ------------------------------------------------------
  * The signing key depends only on (secret, day, region, service), yet the
  * chain of four HMACs that derives it was run for every signed request. A
- * few derived keys are kept, shared by all threads under a mutex. An entry
- * names its secret by the secret's SHA-256, never by the secret itself; a
- * lookup must match all four inputs exactly, so a hit returns the very key
- * the chain would. Inputs too long for an entry are simply not cached. */
+ * few derived keys are kept, each with its HMAC states (struct hmac_key) so
+ * a request's signature starts from them instead of re-keying, shared by
+ * all threads under a mutex (a lookup copies the entry out). An entry names
+ * its secret by the secret's SHA-256, never by the secret itself; a lookup
+ * must match all four inputs exactly, so a hit returns the very key the
+ * chain would. Inputs too long for an entry are simply not cached. */
 
 #define SIGNING_KEY_CACHE_SLOTS 8
 #define SIGNING_KEY_REGION_MAX  64
 #define SIGNING_KEY_SERVICE_MAX 32
+#define SIGNING_SECRET_STACK    128 /* "AWS4"+secret longer than this: malloc */
 
 struct signing_key_entry {
 	int used;
@@ -255,6 +224,7 @@ struct signing_key_entry {
 	char region[SIGNING_KEY_REGION_MAX];
 	char service[SIGNING_KEY_SERVICE_MAX];
 	unsigned char key[32];
+	struct hmac_key hk;                   /* HMAC states keyed with key */
 };
 
 static struct signing_key_entry signing_key_cache[SIGNING_KEY_CACHE_SLOTS];
@@ -279,7 +249,7 @@ static struct signing_key_entry *signing_key_find(const unsigned char secret_id[
 	return NULL;
 }
 
-/* The HMAC chain itself. Returns 0, or -1 with key all zeros. */
+/* The HMAC chain itself. Returns 0, or -1 (ENOMEM) with key all zeros. */
 static int signing_key_derive(const char *secret, const char *date,
 			      const char *region, const char *service,
 			      unsigned char key[32])
@@ -287,66 +257,80 @@ static int signing_key_derive(const char *secret, const char *date,
 	static const char prefix[] = "AWS4";
 	struct hmac_piece msg;
 	unsigned char k_date[32], k_region[32], k_service[32];
-	char *k_secret = NULL;
+	char stack_secret[SIGNING_SECRET_STACK];
+	char *k_secret = stack_secret;
 	size_t secret_len = strlen(secret);
-	int rc = -1;
+	size_t klen = sizeof(prefix) - 1 + secret_len;
 
 	memset(key, 0, 32);
-	k_secret = malloc(sizeof(prefix) + secret_len);
-	if (!k_secret)
-		return -1;
+	if (klen >= sizeof(stack_secret)) {
+		k_secret = malloc(klen + 1);
+		if (!k_secret)
+			return -1;
+	}
 	memcpy(k_secret, prefix, sizeof(prefix) - 1);
 	memcpy(k_secret + sizeof(prefix) - 1, secret, secret_len + 1);
 	msg = (struct hmac_piece){ date, strlen(date) };
-	if (hmac_sha256(k_secret, sizeof(prefix) - 1 + secret_len, &msg, 1, k_date) ||
-	    hmac_sha256_str(k_date, 32, region, k_region) ||
-	    hmac_sha256_str(k_region, 32, service, k_service) ||
-	    hmac_sha256_str(k_service, 32, "aws4_request", key))
-		memset(key, 0, 32);
-	else
-		rc = 0;
-	OPENSSL_cleanse(k_secret, sizeof(prefix) - 1 + secret_len);
-	free(k_secret);
+	hmac_sha256(k_secret, klen, &msg, 1, k_date);
+	hmac_sha256_str(k_date, 32, region, k_region);
+	hmac_sha256_str(k_region, 32, service, k_service);
+	hmac_sha256_str(k_service, 32, "aws4_request", key);
+	OPENSSL_cleanse(k_secret, klen);
+	if (k_secret != stack_secret)
+		free(k_secret);
 	OPENSSL_cleanse(k_date, sizeof(k_date));
 	OPENSSL_cleanse(k_region, sizeof(k_region));
 	OPENSSL_cleanse(k_service, sizeof(k_service));
-	return rc;
+	return 0;
 }
 
-/* On an OpenSSL or allocation failure key is all zeros, which yields
- * signatures no server accepts. */
-void sigv4_signing_key(const char *secret, const char *date8, const char *region,
-		       const char *service, unsigned char key[32])
+/* The signing key for the inputs into key_out and its HMAC states into
+ * hk_out (either may be NULL), from the cache when there. Only the first 8
+ * characters of date8 count (it may be a whole amz-date). Returns 0, or -1
+ * (missing input, ENOMEM) with key_out all zeros and hk_out untouched. */
+static int signing_key_get(const char *secret, const char *date8,
+			   const char *region, const char *service,
+			   unsigned char key_out[32], struct hmac_key *hk_out)
 {
 	struct signing_key_entry *e;
-	struct hmac_piece piece;
-	unsigned char secret_id[32];
+	struct hmac_key hk;
+	unsigned char key[32], secret_id[32];
 	char date[9];
 	size_t i;
+	int rc = -1;
 
-	memset(key, 0, 32);
+	memset(key, 0, sizeof(key));
+	memset(secret_id, 0, sizeof(secret_id));
+	memset(&hk, 0, sizeof(hk));
 	if (!secret || !date8 || !region || !service)
-		return;
-	/* date8 may be a whole amz-date: only its first 8 characters count */
+		goto out;
 	for (i = 0; i < 8 && date8[i]; i++)
 		date[i] = date8[i];
 	date[i] = '\0';
-	piece = (struct hmac_piece){ secret, strlen(secret) };
 	if (strlen(region) >= SIGNING_KEY_REGION_MAX ||
-	    strlen(service) >= SIGNING_KEY_SERVICE_MAX || sha256(&piece, 1, secret_id)) {
-		signing_key_derive(secret, date, region, service, key);
-		return;
+	    strlen(service) >= SIGNING_KEY_SERVICE_MAX) {
+		if (signing_key_derive(secret, date, region, service, key))
+			goto out;
+		hmac_key_init(&hk, key, sizeof(key));
+		rc = 0;
+		goto out;
 	}
+	sha256_once(secret, strlen(secret), secret_id);
 	pthread_mutex_lock(&signing_key_cache_lock);
 	e = signing_key_find(secret_id, date, region, service);
-	if (e)
-		memcpy(key, e->key, 32);
+	if (e) {
+		memcpy(key, e->key, sizeof(key));
+		hk = e->hk;
+	}
 	pthread_mutex_unlock(&signing_key_cache_lock);
-	if (e)
+	if (e) {
+		rc = 0;
 		goto out;
+	}
 	/* derived outside the lock: two threads may both derive, same result */
 	if (signing_key_derive(secret, date, region, service, key))
 		goto out;
+	hmac_key_init(&hk, key, sizeof(key));
 	pthread_mutex_lock(&signing_key_cache_lock);
 	if (!signing_key_find(secret_id, date, region, service)) {
 		e = &signing_key_cache[signing_key_cache_next];
@@ -359,67 +343,136 @@ void sigv4_signing_key(const char *secret, const char *date8, const char *region
 		snprintf(e->region, sizeof(e->region), "%s", region);
 		snprintf(e->service, sizeof(e->service), "%s", service);
 		memcpy(e->key, key, 32);
+		e->hk = hk;
 	}
 	pthread_mutex_unlock(&signing_key_cache_lock);
+	rc = 0;
 out:
+	if (key_out)
+		memcpy(key_out, key, sizeof(key));
+	if (rc == 0 && hk_out)
+		*hk_out = hk;
+	OPENSSL_cleanse(key, sizeof(key));
+	OPENSSL_cleanse(&hk, sizeof(hk));
 	OPENSSL_cleanse(secret_id, sizeof(secret_id));
+	return rc;
 }
 
-/* On an OpenSSL failure hex is "" (which matches no signature). */
+/* On a missing input or an allocation failure key is all zeros, which
+ * yields signatures no server accepts. */
+void sigv4_signing_key(const char *secret, const char *date8, const char *region,
+		       const char *service, unsigned char key[32])
+{
+	signing_key_get(secret, date8, region, service, key, NULL);
+}
+
+/* With no string to sign hex is "" (which matches no signature). */
 void sigv4_signature(const unsigned char key[32], const char *string_to_sign,
 		     char hex[65])
 {
 	unsigned char mac[32];
 
-	if (!string_to_sign || hmac_sha256_str(key, 32, string_to_sign, mac)) {
+	if (!string_to_sign) {
 		hex[0] = '\0';
 		return;
 	}
+	hmac_sha256_str(key, 32, string_to_sign, mac);
 	hex_encode(mac, 32, hex);
 }
 
+/* The Authorization value "AWS4-HMAC-SHA256 Credential=<ak>/<scope>,
+ * SignedHeaders=<list>, Signature=<sig>", malloc'd, or NULL. */
+static char *authorization_build(const char *access_key, const char *amz_date,
+				 const char *region, const char *service,
+				 const char *signed_list, size_t signed_len,
+				 const char sig[65])
+{
+	static const char cred_at[] = SIGV4_ALGORITHM " Credential=";
+	static const char signed_at[] = ", SignedHeaders=";
+	static const char sig_at[] = ", Signature=";
+	size_t alen = strlen(access_key), rlen = strlen(region);
+	size_t slen = strlen(service);
+	char *authz, *p;
+
+	authz = malloc(sizeof(cred_at) - 1 + alen + 1 + 8 + 1 + rlen + 1 + slen +
+		       sizeof(SCOPE_TAIL) - 1 + sizeof(signed_at) - 1 + signed_len +
+		       sizeof(sig_at) - 1 + 64 + 1);
+	if (!authz)
+		return NULL;
+	p = put(authz, cred_at, sizeof(cred_at) - 1);
+	p = put(p, access_key, alen);
+	*p++ = '/';
+	p = put(p, amz_date, 8);
+	*p++ = '/';
+	p = put(p, region, rlen);
+	*p++ = '/';
+	p = put(p, service, slen);
+	p = put(p, SCOPE_TAIL, sizeof(SCOPE_TAIL) - 1);
+	p = put(p, signed_at, sizeof(signed_at) - 1);
+	p = put(p, signed_list, signed_len);
+	p = put(p, sig_at, sizeof(sig_at) - 1);
+	memcpy(p, sig, 65);
+	return authz;
+}
+
 /* Signature over req for the given date: fills sig (64 hex) and, when
- * wanted, hands back the signed-header list. Returns 0 or -1. */
+ * wanted, the Authorization value. The canonical request is built on the
+ * stack (sigv4_canon_build) and the string to sign is never materialized:
+ * its pieces go straight into the MAC, keyed from the cached states. */
 int sigv4_sign_request(const struct sigv4_request *req,
 		       const struct sigv4_credentials *cred,
 		       const char *region, const char *service,
-		       const char *amz_date, char sig[65], char **signed_headers,
-		       char **scope_out)
+		       const char *amz_date, char sig[65], char **authz)
 {
-	char *canonical = NULL, *signed_list = NULL, *scope = NULL, *sts = NULL;
-	unsigned char key[32];
+	char canon_buf[SIGV4_CANON_STACK];
+	struct sigv4_canon canon = { 0 };
+	struct hmac_key hk;
+	SHA256_CTX inner;
+	unsigned char md[32];
+	char hash[65];
 	int rc = -1;
 
+	sig[0] = '\0';
+	if (authz)
+		*authz = NULL;
+	memset(&hk, 0, sizeof(hk));
 	if (!cred || !cred->access_key || !cred->secret_key || !amz_date ||
-	    strlen(amz_date) != 16)
+	    strlen(amz_date) != 16 || !region || !service)
 		goto out;
-	if (sigv4_canonical_request(req, &canonical, &signed_list))
+	if (sigv4_canon_build(req, canon_buf, sizeof(canon_buf), &canon))
 		goto out;
-	scope = sigv4_scope(amz_date, region, service);
-	if (!scope)
+	sha256_once(canon.s, canon.len, md);
+	hex_encode(md, 32, hash);
+	if (signing_key_get(cred->secret_key, amz_date, region, service, NULL, &hk))
 		goto out;
-	sts = sigv4_string_to_sign(amz_date, scope, canonical);
-	if (!sts)
-		goto out;
-	sigv4_signing_key(cred->secret_key, amz_date, region, service, key);
-	sigv4_signature(key, sts, sig);
-	OPENSSL_cleanse(key, sizeof(key));
-	if (strlen(sig) != 64)
-		goto out;
-	if (signed_headers) {
-		*signed_headers = signed_list;
-		signed_list = NULL;
-	}
-	if (scope_out) {
-		*scope_out = scope;
-		scope = NULL;
+	/* "AWS4-HMAC-SHA256\n<amz_date>\n<scope>\n<hash>" */
+	inner = hk.inner;
+	SHA256_Update(&inner, SIGV4_ALGORITHM "\n", sizeof(SIGV4_ALGORITHM));
+	SHA256_Update(&inner, amz_date, 16);
+	SHA256_Update(&inner, "\n", 1);
+	SHA256_Update(&inner, amz_date, 8);
+	SHA256_Update(&inner, "/", 1);
+	SHA256_Update(&inner, region, strlen(region));
+	SHA256_Update(&inner, "/", 1);
+	SHA256_Update(&inner, service, strlen(service));
+	SHA256_Update(&inner, SCOPE_TAIL "\n", sizeof(SCOPE_TAIL));
+	SHA256_Update(&inner, hash, 64);
+	hmac_final(&hk, &inner, md);
+	hex_encode(md, 32, sig);
+	if (authz) {
+		*authz = authorization_build(cred->access_key, amz_date, region,
+					     service, canon.s + canon.signed_at,
+					     canon.signed_len, sig);
+		if (!*authz)
+			goto out;
 	}
 	rc = 0;
 out:
-	free(canonical);
-	free(signed_list);
-	free(scope);
-	free(sts);
+	if (rc)
+		sig[0] = '\0';
+	sigv4_canon_release(&canon);
+	OPENSSL_cleanse(&hk, sizeof(hk));
+	OPENSSL_cleanse(md, sizeof(md));
 	return rc;
 }
 
@@ -429,17 +482,10 @@ char *sigv4_authorization(const struct sigv4_request *req,
 			  const char *amz_date)
 {
 	char sig[65];
-	char *signed_list = NULL, *scope = NULL, *authz = NULL;
+	char *authz = NULL;
 
-	if (sigv4_sign_request(req, cred, region, service, amz_date, sig,
-			       &signed_list, &scope))
-		goto out;
-	if (asprintf(&authz, SIGV4_ALGORITHM " Credential=%s/%s, SignedHeaders=%s, "
-		     "Signature=%s", cred->access_key, scope, signed_list, sig) < 0)
-		authz = NULL;
-out:
-	free(signed_list);
-	free(scope);
+	if (sigv4_sign_request(req, cred, region, service, amz_date, sig, &authz))
+		return NULL;
 	return authz;
 }
 
@@ -470,8 +516,7 @@ static void chained_signature(const unsigned char key[32], const char *algorithm
 		pieces[n++] = (struct hmac_piece){ SIGV4_EMPTY_SHA256 "\n",
 						   sizeof(SIGV4_EMPTY_SHA256) };
 	pieces[n++] = (struct hmac_piece){ hash, strlen(hash) };
-	if (hmac_sha256(key, 32, pieces, n, mac))
-		return;
+	hmac_sha256(key, 32, pieces, n, mac);
 	hex_encode(mac, 32, hex);
 }
 

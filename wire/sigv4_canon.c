@@ -22,13 +22,33 @@
 /* ---- growable string ------------------------------------------------------
  * States: ok (s holds len bytes plus a NUL, or is NULL while empty) or
  * failed (an allocation failed; every later append is a no-op and
- * strbuf_take returns NULL). */
+ * strbuf_take returns NULL). A strbuf may start on a caller's buffer
+ * (strbuf_init_on, borrowed): it moves to the heap only when that fills. */
 struct strbuf {
 	char *s;
 	size_t len;
 	size_t cap;
 	int failed;
+	int borrowed; /* s is the caller's buffer: never realloc'd or freed */
 };
+
+/* b starts empty on buf[0..cap), cap > 0. */
+static void strbuf_init_on(struct strbuf *b, char *buf, size_t cap)
+{
+	memset(b, 0, sizeof(*b));
+	b->s = buf;
+	b->cap = cap;
+	b->borrowed = 1;
+	buf[0] = '\0';
+}
+
+/* Frees what b holds unless borrowed, and resets it. */
+static void strbuf_release(struct strbuf *b)
+{
+	if (!b->borrowed)
+		free(b->s);
+	memset(b, 0, sizeof(*b));
+}
 
 /* Room for n more bytes plus the NUL (capacity doubles): where they go, or
  * NULL once b has failed. */
@@ -49,13 +69,20 @@ static char *strbuf_room(struct strbuf *b, size_t n)
 
 		while (cap < want)
 			cap *= 2;
-		grown = realloc(b->s, cap);
+		if (b->borrowed) {
+			grown = malloc(cap);
+			if (grown)
+				memcpy(grown, b->s, b->len + 1);
+		} else {
+			grown = realloc(b->s, cap);
+		}
 		if (!grown) {
 			b->failed = 1;
 			return NULL;
 		}
 		b->s = grown;
 		b->cap = cap;
+		b->borrowed = 0;
 	}
 	return b->s + b->len;
 }
@@ -78,7 +105,7 @@ static void strbuf_reserve(struct strbuf *b, size_t n)
 {
 	char *grown;
 
-	if (b->failed || b->cap > n || n > SIZE_MAX / 2)
+	if (b->failed || b->borrowed || b->cap > n || n > SIZE_MAX / 2)
 		return;
 	grown = realloc(b->s, n + 1);
 	if (!grown)
@@ -105,7 +132,9 @@ static char *strbuf_take(struct strbuf *b)
 {
 	char *s = b->s;
 
-	if (!b->failed && !s)
+	if (b->borrowed)
+		s = b->failed ? NULL : strdup(s);
+	else if (!b->failed && !s)
 		s = calloc(1, 1);
 	else if (b->failed) {
 		free(s);
@@ -401,11 +430,18 @@ static char *header_name_lower_into(const char *name, char *out)
 	return out;
 }
 
+#define CANON_STACK_HEADERS 24
+#define CANON_STACK_TEXT    1536
+
 /* Canonical header block (each "name:value\n") into canon and the signed
- * header list ("a;b") into signed_list. Returns 0, -1 malformed, -2 ENOMEM. */
+ * header list ("a;b") into signed_list. The lowercased names and trimmed
+ * values are kept on the stack when they fit, else in one malloc'd block.
+ * Returns 0, -1 malformed, -2 ENOMEM. */
 static int canonical_headers_into(struct strbuf *canon, struct strbuf *signed_list,
 				  const struct sigv4_header *headers, size_t nheaders)
 {
+	struct canon_header stack_hs[CANON_STACK_HEADERS];
+	char stack_text[CANON_STACK_TEXT];
 	struct canon_header *hs = NULL;
 	char *p;
 	size_t i, room = 0;
@@ -420,13 +456,18 @@ static int canonical_headers_into(struct strbuf *canon, struct strbuf *signed_li
 			return -1;
 		room += strlen(headers[i].name) + strlen(headers[i].value) + 2;
 	}
-	/* one block for the array and every lowercased name and trimmed value */
-	if (nheaders > (SIZE_MAX - room) / sizeof(*hs))
-		return -2;
-	hs = malloc(nheaders * sizeof(*hs) + room);
-	if (!hs)
-		return -2;
-	p = (char *)(hs + nheaders);
+	if (nheaders <= CANON_STACK_HEADERS && room <= sizeof(stack_text)) {
+		hs = stack_hs;
+		p = stack_text;
+	} else {
+		/* one block for the array and every name and value */
+		if (nheaders > (SIZE_MAX - room) / sizeof(*hs))
+			return -2;
+		hs = malloc(nheaders * sizeof(*hs) + room);
+		if (!hs)
+			return -2;
+		p = (char *)(hs + nheaders);
+	}
 	for (i = 0; i < nheaders; i++) {
 		hs[i].order = i;
 		hs[i].name = header_name_lower_into(headers[i].name, p);
@@ -458,52 +499,96 @@ static int canonical_headers_into(struct strbuf *canon, struct strbuf *signed_li
 	}
 	rc = canon->failed || signed_list->failed ? -2 : 0;
 out:
-	free(hs);
+	if (hs != stack_hs)
+		free(hs);
 	return rc;
+}
+
+/* The canonical request for req appended to creq; *signed_at and
+ * *signed_len locate the signed-header list inside it. Returns 0 or -1
+ * (malformed request, ENOMEM). */
+static int canonical_build(const struct sigv4_request *req, struct strbuf *creq,
+			   size_t *signed_at, size_t *signed_len)
+{
+	char signed_buf[256];
+	struct strbuf signed_list;
+	int rc = -1;
+
+	strbuf_init_on(&signed_list, signed_buf, sizeof(signed_buf));
+	if (!req || !req->method || !*req->method || !req->payload_hash)
+		goto out;
+	strbuf_adds(creq, req->method);
+	strbuf_addc(creq, '\n');
+	if (canonical_uri_into(creq, req->path, req->s3))
+		goto out;
+	strbuf_addc(creq, '\n');
+	if (canonical_query_into(creq, req->query))
+		goto out;
+	strbuf_addc(creq, '\n');
+	/* the header block goes straight into the canonical request */
+	if (canonical_headers_into(creq, &signed_list, req->headers,
+				   req->nheaders))
+		goto out;
+	strbuf_addc(creq, '\n');
+	*signed_at = creq->len;
+	*signed_len = signed_list.len;
+	strbuf_add(creq, signed_list.s, signed_list.len);
+	strbuf_addc(creq, '\n');
+	strbuf_adds(creq, req->payload_hash);
+	if (creq->failed || signed_list.failed)
+		goto out;
+	rc = 0;
+out:
+	strbuf_release(&signed_list);
+	return rc;
+}
+
+int sigv4_canon_build(const struct sigv4_request *req, char *buf, size_t cap,
+		      struct sigv4_canon *c)
+{
+	struct strbuf creq;
+
+	memset(c, 0, sizeof(*c));
+	strbuf_init_on(&creq, buf, cap);
+	if (canonical_build(req, &creq, &c->signed_at, &c->signed_len)) {
+		strbuf_release(&creq);
+		return -1;
+	}
+	c->s = creq.s;
+	c->len = creq.len;
+	c->heap = creq.borrowed ? NULL : creq.s;
+	return 0;
+}
+
+void sigv4_canon_release(struct sigv4_canon *c)
+{
+	free(c->heap);
+	memset(c, 0, sizeof(*c));
 }
 
 int sigv4_canonical_request(const struct sigv4_request *req,
 			    char **canonical, char **signed_headers)
 {
-	struct strbuf creq = { 0 }, signed_list = { 0 };
-	char *creq_s = NULL, *signed_s = NULL;
-	int rc = -1;
+	struct strbuf creq = { 0 };
+	char *signed_s = NULL;
+	size_t signed_at = 0, signed_len = 0;
 
-	if (!req || !canonical || !signed_headers || !req->method ||
-	    !*req->method || !req->payload_hash)
-		goto out;
+	if (!canonical || !signed_headers)
+		return -1;
 	strbuf_reserve(&creq, 512);
-	strbuf_adds(&creq, req->method);
-	strbuf_addc(&creq, '\n');
-	if (canonical_uri_into(&creq, req->path, req->s3))
-		goto out;
-	strbuf_addc(&creq, '\n');
-	if (canonical_query_into(&creq, req->query))
-		goto out;
-	strbuf_addc(&creq, '\n');
-	/* the header block goes straight into the canonical request */
-	if (canonical_headers_into(&creq, &signed_list, req->headers,
-				   req->nheaders))
-		goto out;
-	strbuf_addc(&creq, '\n');
-	strbuf_add(&creq, signed_list.s ? signed_list.s : "", signed_list.len);
-	strbuf_addc(&creq, '\n');
-	strbuf_adds(&creq, req->payload_hash);
-	signed_s = strbuf_take(&signed_list);
-	creq_s = strbuf_take(&creq);
-	if (!creq_s || !signed_s)
-		goto out;
-	*canonical = creq_s;
+	if (canonical_build(req, &creq, &signed_at, &signed_len))
+		goto fail;
+	signed_s = malloc(signed_len + 1);
+	if (!signed_s)
+		goto fail;
+	memcpy(signed_s, creq.s + signed_at, signed_len);
+	signed_s[signed_len] = '\0';
+	*canonical = strbuf_take(&creq);
 	*signed_headers = signed_s;
-	creq_s = NULL;
-	signed_s = NULL;
-	rc = 0;
-out:
-	free(strbuf_take(&creq));
-	free(strbuf_take(&signed_list));
-	free(creq_s);
-	free(signed_s);
-	return rc;
+	return 0;
+fail:
+	strbuf_release(&creq);
+	return -1;
 }
 
 /* ---- presigned query --------------------------------------------------- */
@@ -564,8 +649,7 @@ char *sigv4_presign_query(const struct sigv4_request *req,
 
 	signing = *req;
 	signing.query = raw_s;
-	if (sigv4_sign_request(&signing, cred, region, service, amz_date, sig, NULL,
-			       NULL))
+	if (sigv4_sign_request(&signing, cred, region, service, amz_date, sig, NULL))
 		goto out;
 	/* the canonical query is already sorted and encoded: send it as is */
 	if (canonical_query_into(&canon, raw_s))
