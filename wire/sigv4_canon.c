@@ -369,9 +369,11 @@ out:
 }
 
 struct canon_header {
-	char *name;    /* lowercased */
-	char *value;   /* trimmed, whitespace runs collapsed to one space */
-	size_t order;  /* position in the request, for duplicates */
+	const char *name;  /* lowercased, NUL-terminated */
+	const char *value; /* trimmed, whitespace runs collapsed to one space */
+	size_t name_len;
+	size_t value_len;
+	size_t order;      /* position in the request, for duplicates */
 };
 
 static int canon_header_cmp(const void *a, const void *b)
@@ -384,50 +386,77 @@ static int canon_header_cmp(const void *a, const void *b)
 	return ha->order < hb->order ? -1 : ha->order > hb->order;
 }
 
-static int is_header_space(char c)
+/* Sorts hs by name, then request order. Insertion sort for the few headers
+ * a request signs (no qsort call and callback per comparison), qsort past
+ * that. */
+static void canon_headers_sort(struct canon_header *hs, size_t n)
 {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+	size_t i, j;
+
+	if (n > 16) {
+		qsort(hs, n, sizeof(*hs), canon_header_cmp);
+		return;
+	}
+	for (i = 1; i < n; i++) {
+		struct canon_header h = hs[i];
+
+		for (j = i; j > 0 && canon_header_cmp(&hs[j - 1], &h) > 0; j--)
+			hs[j] = hs[j - 1];
+		hs[j] = h;
+	}
+}
+
+/* Header whitespace: what is trimmed and collapsed in values. */
+static int is_header_space(unsigned char c)
+{
+	return c <= ' ' && (c == ' ' || c == '\t' || c == '\r' || c == '\n');
 }
 
 /* Writes value with leading/trailing whitespace removed and every inner run
  * (folded lines included) collapsed to one space, NUL-terminated, into out
- * (room for strlen(value) + 1). Returns out. */
-static char *header_value_trim_into(const char *value, char *out)
+ * (room for strlen(value) + 1). Returns the length written. */
+static size_t header_value_trim_into(const char *value, char *out)
 {
+	const unsigned char *v = (const unsigned char *)value;
 	size_t n = 0;
 	int pending_space = 0;
 
-	for (; *value; value++) {
-		if (is_header_space(*value)) {
+	for (; *v; v++) {
+		if (is_header_space(*v)) {
 			pending_space = n > 0;
 			continue;
 		}
 		if (pending_space)
 			out[n++] = ' ';
 		pending_space = 0;
-		out[n++] = *value;
+		out[n++] = (char)*v;
 	}
 	out[n] = '\0';
-	return out;
+	return n;
 }
 
-/* Writes the lowercased name, NUL-terminated, into out (room for
- * strlen(name) + 1). Returns out, or NULL if name is empty or holds bytes
- * not allowed in a field name (controls, space, ':'). */
-static char *header_name_lower_into(const char *name, char *out)
+/* Writes name[0..len) lowercased, NUL-terminated, into out (room for len +
+ * 1). Returns 0, or -1 if name is empty or holds bytes not allowed in a
+ * field name (controls, space, ':'). */
+static int header_name_lower_into(const char *name, size_t len, char *out)
 {
-	size_t i, len = strlen(name);
+	size_t i;
 
 	if (len == 0)
-		return NULL;
-	for (i = 0; i <= len; i++) {
+		return -1;
+	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
 
-		if (i < len && (c <= ' ' || c == ':' || c == 0x7f))
-			return NULL;
-		out[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+		if ((unsigned)(c - 'a') < 26u || c == '-')
+			; /* the common case first */
+		else if ((unsigned)(c - 'A') < 26u)
+			c = (unsigned char)(c + ('a' - 'A'));
+		else if (c <= ' ' || c == ':' || c == 0x7f)
+			return -1;
+		out[i] = (char)c;
 	}
-	return out;
+	out[len] = '\0';
+	return 0;
 }
 
 #define CANON_STACK_HEADERS 24
@@ -443,8 +472,8 @@ static int canonical_headers_into(struct strbuf *canon, struct strbuf *signed_li
 	struct canon_header stack_hs[CANON_STACK_HEADERS];
 	char stack_text[CANON_STACK_TEXT];
 	struct canon_header *hs = NULL;
-	char *p;
-	size_t i, room = 0;
+	char *p, *c_at, *s_at;
+	size_t i, room = 0, canon_len = 0, signed_len = 0;
 	int rc = 0;
 
 	if (nheaders == 0)
@@ -469,41 +498,62 @@ static int canonical_headers_into(struct strbuf *canon, struct strbuf *signed_li
 		p = (char *)(hs + nheaders);
 	}
 	for (i = 0; i < nheaders; i++) {
+		size_t len = strlen(headers[i].name);
+
 		hs[i].order = i;
-		hs[i].name = header_name_lower_into(headers[i].name, p);
-		if (!hs[i].name) {
+		if (header_name_lower_into(headers[i].name, len, p)) {
 			rc = -1;
 			goto out;
 		}
-		p += strlen(p) + 1;
-		hs[i].value = header_value_trim_into(headers[i].value, p);
-		p += strlen(p) + 1;
+		hs[i].name = p;
+		hs[i].name_len = len;
+		p += len + 1;
+		hs[i].value = p;
+		hs[i].value_len = header_value_trim_into(headers[i].value, p);
+		p += hs[i].value_len + 1;
 	}
-	qsort(hs, nheaders, sizeof(*hs), canon_header_cmp);
+	canon_headers_sort(hs, nheaders);
+	/* exact sizes, so each buffer grows at most once */
 	for (i = 0; i < nheaders; i++) {
-		int same_as_prev = i > 0 && strcmp(hs[i].name, hs[i - 1].name) == 0;
-
-		if (same_as_prev && !canon->failed) {
+		if (i > 0 && strcmp(hs[i].name, hs[i - 1].name) == 0) {
+			canon_len += 1 + hs[i].value_len;           /* ",value" */
+		} else {
+			canon_len += hs[i].name_len + 2 + hs[i].value_len;
+			signed_len += (i > 0) + hs[i].name_len;
+		}
+	}
+	c_at = strbuf_room(canon, canon_len);
+	s_at = strbuf_room(signed_list, signed_len);
+	if (!c_at || !s_at) {
+		rc = -2;
+		goto out;
+	}
+	for (i = 0; i < nheaders; i++) {
+		if (i > 0 && strcmp(hs[i].name, hs[i - 1].name) == 0) {
 			/* the previous line's '\n' becomes the ',' separator */
-			canon->len--;
-			strbuf_addc(canon, ',');
+			c_at[-1] = ',';
 		} else {
 			if (i > 0)
-				strbuf_addc(signed_list, ';');
-			strbuf_adds(signed_list, hs[i].name);
-			strbuf_adds(canon, hs[i].name);
-			strbuf_addc(canon, ':');
+				*s_at++ = ';';
+			memcpy(s_at, hs[i].name, hs[i].name_len);
+			s_at += hs[i].name_len;
+			memcpy(c_at, hs[i].name, hs[i].name_len);
+			c_at += hs[i].name_len;
+			*c_at++ = ':';
 		}
-		strbuf_adds(canon, hs[i].value);
-		strbuf_addc(canon, '\n');
+		memcpy(c_at, hs[i].value, hs[i].value_len);
+		c_at += hs[i].value_len;
+		*c_at++ = '\n';
 	}
-	rc = canon->failed || signed_list->failed ? -2 : 0;
+	canon->len += canon_len;
+	canon->s[canon->len] = '\0';
+	signed_list->len += signed_len;
+	signed_list->s[signed_list->len] = '\0';
 out:
 	if (hs != stack_hs)
 		free(hs);
 	return rc;
 }
-
 /* The canonical request for req appended to creq; *signed_at and
  * *signed_len locate the signed-header list inside it. Returns 0 or -1
  * (malformed request, ENOMEM). */
