@@ -252,7 +252,7 @@ static int canonical_uri_into(struct strbuf *b, const char *path, int s3)
 {
 	char *normalized = NULL;
 	size_t i, len;
-	int rc;
+	int rc, escaped = 0;
 
 	if (!path || !*path) {
 		strbuf_addc(b, '/');
@@ -263,6 +263,7 @@ static int canonical_uri_into(struct strbuf *b, const char *path, int s3)
 	for (i = 0; i < len; i++) {
 		if (path[i] != '%')
 			continue;
+		escaped = 1;
 		if (i + 2 >= len || hex_value((unsigned char)path[i + 1]) < 0 ||
 		    hex_value((unsigned char)path[i + 2]) < 0)
 			return -1;
@@ -273,6 +274,12 @@ static int canonical_uri_into(struct strbuf *b, const char *path, int s3)
 
 		if (path[0] != '/')
 			strbuf_addc(b, '/');
+		if (!escaped) {
+			/* nothing to decode: encoding each segment and joining
+			 * them with '/' is encoding the path keeping '/' */
+			uri_encode_into(b, path, len, 0);
+			return b->failed ? -2 : 0;
+		}
 		for (;;) {
 			slash = strchr(seg, '/');
 			rc = reencode_into(b, seg, slash ? (size_t)(slash - seg) :
