@@ -458,8 +458,11 @@ static int relay_head(struct proxy_req *req, int status, const struct front_hdrs
 			return -1;
 		}
 	}
-	if (!te && cl && *cl && strspn(cl, "0123456789") == strlen(cl) && strlen(cl) <= 18)
-		length = strtoll(cl, NULL, 10);
+	if (!te && cl && *cl && strspn(cl, "0123456789") == strlen(cl) && strlen(cl) <= 18) {
+		length = 0;
+		for (const char *d = cl; *d; d++)
+			length = length * 10 + (*d - '0');
+	}
 	req->status = status;
 	rc = front_conn_send_head(req->conn, status, NULL, &out, length,
 				  preq_resp_no_body(req, status), 0);
