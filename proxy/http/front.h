@@ -130,7 +130,10 @@ struct front_limits {
 void front_limits_default(struct front_limits *l);
 
 /* One parsed request head. Owned by the front end until handed over in
- * front_ops.on_head; then owned by the callee until front_msg_free. */
+ * front_ops.on_head; then owned by the callee until front_msg_free.
+ * method, target and path live in msg's own allocation (never freed or
+ * replaced apart); query is an allocation of its own (it may be replaced:
+ * free the old one). */
 struct front_msg {
 	char *method;           /* "GET" */
 	char *target;           /* request target as sent: "/bucket/key?x=1" */

@@ -261,10 +261,7 @@ void front_msg_free(struct front_msg *msg)
 {
 	if (!msg)
 		return;
-	free(msg->method);
-	free(msg->target);
-	free(msg->path);
-	free(msg->query);
+	free(msg->query); /* method, target and path are in msg's allocation */
 	front_hdrs_clear(&msg->hdrs);
 	free(msg);
 }
