@@ -66,7 +66,7 @@ static char *block_take(struct front_hdrs *h, size_t len)
 	return at;
 }
 
-/* Room for one more entry. Returns 0, or -1 on ENOMEM. */
+/* Room for one more entry (the list is full). Returns 0, or -1 on ENOMEM. */
 static int entry_room(struct front_hdrs *h)
 {
 	struct front_hdr *nv;
@@ -137,7 +137,7 @@ int front_hdrs_addn(struct front_hdrs *h, const char *name, size_t nlen,
 	struct front_hdr *e;
 	char *s;
 
-	if (nlen > UINT32_MAX || vlen > UINT32_MAX || entry_room(h) < 0 ||
+	if (nlen > UINT32_MAX || vlen > UINT32_MAX || (h->n == h->cap && entry_room(h) < 0) ||
 	    !(s = block_take(h, nlen + vlen + 2)))
 		return -1;
 	e = &h->v[h->n++];
@@ -162,7 +162,7 @@ int front_hdrs_add_ref(struct front_hdrs *h, const char *name, size_t nlen,
 {
 	struct front_hdr *e;
 
-	if (nlen > UINT32_MAX || vlen > UINT32_MAX || entry_room(h) < 0)
+	if (nlen > UINT32_MAX || vlen > UINT32_MAX || (h->n == h->cap && entry_room(h) < 0))
 		return -1;
 	e = &h->v[h->n++];
 	e->name = (char *)name;   /* never written through (front.h) */
@@ -174,19 +174,20 @@ int front_hdrs_add_ref(struct front_hdrs *h, const char *name, size_t nlen,
 
 size_t front_hdrs_del(struct front_hdrs *h, const char *name)
 {
-	size_t out = 0, removed = 0, len;
+	size_t i = 0, out, removed = 0, len;
 
 	if (!h)
 		return 0;
 	len = strlen(name);
-	for (size_t i = 0; i < h->n; i++) {
-		struct front_hdr *e = &h->v[i];
-
-		if (front_hdr_is(e, name, len)) {
-			removed++; /* its strings stay in their block until clear */
-			continue;
-		}
-		h->v[out++] = *e;
+	while (i < h->n && !front_hdr_is(&h->v[i], name, len))
+		i++;
+	/* from the first match on, the others move up (their strings stay in
+	 * their blocks until clear) */
+	for (out = i; i < h->n; i++) {
+		if (front_hdr_is(&h->v[i], name, len))
+			removed++;
+		else
+			h->v[out++] = h->v[i];
 	}
 	h->n = out;
 	return removed;

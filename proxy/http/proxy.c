@@ -223,13 +223,20 @@ void proxy_req_on_drain(struct proxy_req *req, void (*fn)(struct proxy_req *req,
 int proxy_req_reply(struct proxy_req *req, int status, const struct front_hdrs *hdrs,
 		    const char *content_type, const void *body, size_t len)
 {
-	struct front_hdrs h = {0};
+	struct front_hdr hv[16];
+	struct front_hdrs h;
 	int rc = 0;
 
-	for (size_t i = 0; hdrs && i < hdrs->n; i++)
-		rc |= front_hdrs_add(&h, hdrs->v[i].name, hdrs->v[i].value);
+	/* the caller's strings, borrowed for this call */
+	front_hdrs_init(&h, hv, sizeof(hv) / sizeof(hv[0]));
+	for (size_t i = 0; hdrs && i < hdrs->n; i++) {
+		const struct front_hdr *e = &hdrs->v[i];
+
+		if (!content_type || !FRONT_HDR_IS(e, "Content-Type"))
+			rc |= front_hdrs_add_ref(&h, e->name, e->nlen, e->value, e->vlen);
+	}
 	if (content_type)
-		rc |= front_hdrs_set(&h, "Content-Type", content_type);
+		rc |= front_hdrs_add_ref(&h, "Content-Type", 12, content_type, strlen(content_type));
 	if (rc == 0)
 		rc = proxy_req_reply_start(req, status, &h, (int64_t)len);
 	front_hdrs_clear(&h);
