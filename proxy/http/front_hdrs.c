@@ -137,8 +137,8 @@ int front_hdrs_addn(struct front_hdrs *h, const char *name, size_t nlen,
 	struct front_hdr *e;
 	char *s;
 
-	if (nlen > UINT32_MAX || vlen > UINT32_MAX || (h->n == h->cap && entry_room(h) < 0) ||
-	    !(s = block_take(h, nlen + vlen + 2)))
+	if (nlen > UINT32_MAX || vlen > UINT32_MAX || nlen > SIZE_MAX / 4 || vlen > SIZE_MAX / 4 ||
+	    (h->n == h->cap && entry_room(h) < 0) || !(s = block_take(h, nlen + vlen + 2)))
 		return -1;
 	e = &h->v[h->n++];
 	e->name = s;

@@ -84,9 +84,11 @@ static int send_head_lines(struct evbuffer *out, int status, const char *why,
 		const struct front_hdr *e = &hdrs->v[i];
 
 		w = mempcpy(w, e->name, e->nlen);
-		w = mempcpy(w, ": ", 2);
+		*w++ = ':';
+		*w++ = ' ';
 		w = mempcpy(w, e->value, e->vlen);
-		w = mempcpy(w, "\r\n", 2);
+		*w++ = '\r';
+		*w++ = '\n';
 	}
 	if (content_length >= 0) {
 		w = mempcpy(w, "Content-Length: ", 16);
