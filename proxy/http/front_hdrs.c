@@ -23,7 +23,7 @@ _Static_assert(offsetof(struct front_hdrs_block, data) % _Alignof(struct front_h
 	       "a block's data can hold entries");
 
 #define BLOCK_BYTES (1024 - sizeof(struct front_hdrs_block))
-#define FIRST_ENTRIES 16
+#define FIRST_ENTRIES ((size_t)16)
 
 static struct front_hdrs_block *block_new(struct front_hdrs *h, size_t need)
 {
@@ -87,7 +87,7 @@ static int entry_room(struct front_hdrs *h)
 	}
 	if (h->cap > SIZE_MAX / 2 / sizeof(*nv))
 		return -1;
-	cap = h->cap * 2;
+	cap = h->cap < FIRST_ENTRIES ? FIRST_ENTRIES * 2 : h->cap * 2; /* a small caller's array too */
 	if (h->v_shared) {
 		nv = malloc(cap * sizeof(*nv));
 		if (nv)

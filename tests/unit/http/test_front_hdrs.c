@@ -130,6 +130,12 @@ static void test_init_and_refs(void **state)
 	assert_int_equal(front_hdrs_set(&h, "A", "own"), 0);
 	assert_string_equal(front_hdrs_get(&h, "A"), "own");
 	front_hdrs_clear(&h);
+	/* an empty caller's array grows like any other */
+	front_hdrs_init(&h, buf, 0);
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(front_hdrs_add_ref(&h, "Z", 1, shared, strlen(shared)), 0);
+	assert_int_equal(front_hdrs_count(&h, "z"), 40);
+	front_hdrs_clear(&h);
 	/* refs only: no allocation for strings, entries in the array */
 	front_hdrs_init(&h, buf, 4);
 	assert_int_equal(front_hdrs_add_ref(&h, "C", 1, "d", 1), 0);
