@@ -24,17 +24,52 @@
 /* ---- header lists ------------------------------------------------------ */
 
 struct front_hdr {
-	char *name;   /* as received (case kept) */
-	char *value;  /* leading/trailing blanks trimmed */
+	char *name;     /* as received (case kept), NUL-terminated */
+	char *value;    /* leading/trailing blanks trimmed, NUL-terminated */
+	uint32_t nlen;  /* strlen(name) */
+	uint32_t vlen;  /* strlen(value) */
 };
 
+struct front_hdrs_block;
+
+/* A list owns its strings in a few blocks that never move (freed all at
+ * once by front_hdrs_clear) and its entries in v: at first inside the
+ * first block (or a caller's array, front_hdrs_init), on a malloc'd array
+ * of their own once more are needed. A list of {0} is empty and valid;
+ * moving the struct (msg->hdrs = parsed) keeps it valid unless v is the
+ * caller's array. Nobody writes through name or value. */
 struct front_hdrs {
 	struct front_hdr *v;
 	size_t n, cap;
+	struct front_hdrs_block *blocks; /* string storage, newest first */
+	int v_shared;                    /* v is not an allocation of its own */
 };
 
-/* First value of name (case-insensitive), or NULL. */
+/* Starts h empty with the caller's array of cap entries for its first
+ * headers (no allocation until more are added or a string is copied).
+ * buf must outlive h, and h must not be moved; front_hdrs_clear as usual. */
+void front_hdrs_init(struct front_hdrs *h, struct front_hdr *buf, size_t cap);
+
+/* First value of name (case-insensitive), or NULL. Values stay valid until
+ * front_hdrs_clear (a deleted header's strings too). */
 const char *front_hdrs_get(const struct front_hdrs *h, const char *name);
+
+/* 1 if e's name is name (case-insensitive; len = strlen(name)). */
+static inline int front_hdr_is(const struct front_hdr *e, const char *name, size_t len)
+{
+	if (e->nlen != len)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char a = (unsigned char)e->name[i], b = (unsigned char)name[i];
+
+		if (a != b && ((a | 0x20) != (b | 0x20) || (unsigned char)((a | 0x20) - 'a') > 25))
+			return 0;
+	}
+	return 1;
+}
+
+/* front_hdr_is with a string literal. */
+#define FRONT_HDR_IS(e, lit) front_hdr_is((e), "" lit, sizeof(lit) - 1)
 
 /* Number of headers called name. */
 size_t front_hdrs_count(const struct front_hdrs *h, const char *name);
@@ -46,11 +81,19 @@ int front_hdrs_add(struct front_hdrs *h, const char *name, const char *value);
 int front_hdrs_addn(struct front_hdrs *h, const char *name, size_t nlen,
 		    const char *value, size_t vlen);
 
+/* Appends a header without copying: name and value (NUL-terminated, of
+ * lengths nlen and vlen) must stay valid and unchanged as long as h is
+ * used. For a list that is built, read and cleared while another list (or
+ * a constant) holds the strings. Returns 0, or -1 on ENOMEM. */
+int front_hdrs_add_ref(struct front_hdrs *h, const char *name, size_t nlen,
+		       const char *value, size_t vlen);
+
 /* Removes every header called name; then, if value is not NULL, appends
  * name: value. Returns 0, or -1 on ENOMEM. */
 int front_hdrs_set(struct front_hdrs *h, const char *name, const char *value);
 
-/* Removes every header called name. Returns how many were removed. */
+/* Removes every header called name (their strings stay allocated until
+ * front_hdrs_clear). Returns how many were removed. */
 size_t front_hdrs_del(struct front_hdrs *h, const char *name);
 
 /* Frees every header and zeroes h. Accepts NULL. */
@@ -87,7 +130,10 @@ struct front_limits {
 void front_limits_default(struct front_limits *l);
 
 /* One parsed request head. Owned by the front end until handed over in
- * front_ops.on_head; then owned by the callee until front_msg_free. */
+ * front_ops.on_head; then owned by the callee until front_msg_free.
+ * method, target and path live in msg's own allocation (never freed or
+ * replaced apart); query is an allocation of its own (it may be replaced:
+ * free the old one). */
 struct front_msg {
 	char *method;           /* "GET" */
 	char *target;           /* request target as sent: "/bucket/key?x=1" */

@@ -212,7 +212,7 @@ static int all_digits(const char *s)
 /* Splits the request target into path and query. Origin-form
  * ("/a/b?q"), asterisk-form for OPTIONS and absolute-form
  * ("http://host/a?q", whose authority is ignored) are accepted. */
-static int parser_split_target(struct front_parser *p, struct front_msg *msg)
+static int parser_split_target(struct front_parser *p, struct front_msg *msg, char *path_room)
 {
 	const char *t = msg->target;
 	const char *path = NULL, *query = NULL;
@@ -253,9 +253,8 @@ static int parser_split_target(struct front_parser *p, struct front_msg *msg)
 			qlen = u.field_data[UF_QUERY].len;
 		}
 	}
-	msg->path = strndup(path, plen);
-	if (!msg->path)
-		return parser_fail(p, 500, "out of memory");
+	msg->path = memcpy(path_room, path, plen);
+	msg->path[plen] = '\0';
 	if (query) {
 		msg->query = strndup(query, qlen);
 		if (!msg->query)
@@ -269,7 +268,8 @@ static int cb_headers_complete(http_parser *hp)
 {
 	struct front_parser *p = hp->data;
 	struct front_msg *msg = NULL;
-	const char *cl, *te, *expect;
+	const char *cl, *te, *expect, *method;
+	size_t mlen;
 	int rc;
 
 	if (p->in_trailers)
@@ -311,16 +311,19 @@ static int cb_headers_complete(http_parser *hp)
 	if (expect && strcasecmp(expect, "100-continue") != 0)
 		return parser_fail(p, 417, "unsupported expectation");
 
-	msg = calloc(1, sizeof(*msg));
+	/* method, target and path (a part of the target, or "/") after the
+	 * message in its allocation; malloc + memset, as calloc would skip
+	 * glibc's per-thread cache */
+	method = http_method_str((enum http_method)hp->method);
+	mlen = strlen(method);
+	msg = malloc(sizeof(*msg) + mlen + 1 + 2 * (p->url.len + 1) + 1);
 	if (!msg)
 		return parser_fail(p, 500, "out of memory");
-	msg->method = strdup(http_method_str((enum http_method)hp->method));
-	msg->target = strndup(p->url.p, p->url.len);
-	if (!msg->method || !msg->target) {
-		front_msg_free(msg);
-		return parser_fail(p, 500, "out of memory");
-	}
-	if (parser_split_target(p, msg) < 0) {
+	memset(msg, 0, sizeof(*msg));
+	msg->method = memcpy((char *)(msg + 1), method, mlen + 1);
+	msg->target = memcpy(msg->method + mlen + 1, p->url.p, p->url.len);
+	msg->target[p->url.len] = '\0';
+	if (parser_split_target(p, msg, msg->target + p->url.len + 1) < 0) {
 		front_msg_free(msg);
 		return -1;
 	}

@@ -43,6 +43,21 @@ int front_conn_body_done(const struct front_conn *c)
 	return c->body_done;
 }
 
+/* Writes v in decimal at w; returns the end. */
+static char *put_u64(char *w, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*w++ = tmp[--n];
+	return w;
+}
+
 /* Writes a response head into out with one evbuffer_add (each add runs the
  * buffer's callbacks): built in a stack buffer, or a heap one when long.
  * Returns 0, or -1 when out of memory. */
@@ -52,24 +67,34 @@ static int send_head_lines(struct evbuffer *out, int status, const char *why,
 {
 	char stack[4096];
 	char *buf = stack, *w;
-	size_t need = 128 + strlen(why);
+	size_t wlen = strlen(why);
+	size_t need = 128 + wlen;
 	int rc = 0;
 
 	for (size_t i = 0; hdrs && i < hdrs->n; i++)
-		need += strlen(hdrs->v[i].name) + strlen(hdrs->v[i].value) + 4;
+		need += (size_t)hdrs->v[i].nlen + hdrs->v[i].vlen + 4;
 	if (need > sizeof(stack) && !(buf = malloc(need)))
 		return -1;
-	w = buf + sprintf(buf, "HTTP/1.1 %d ", status);
-	w = mempcpy(w, why, strlen(why));
+	w = mempcpy(buf, "HTTP/1.1 ", 9);
+	w = put_u64(w, status < 0 ? 0 : (uint64_t)status);
+	*w++ = ' ';
+	w = mempcpy(w, why, wlen);
 	w = mempcpy(w, "\r\n", 2);
 	for (size_t i = 0; hdrs && i < hdrs->n; i++) {
-		w = mempcpy(w, hdrs->v[i].name, strlen(hdrs->v[i].name));
-		w = mempcpy(w, ": ", 2);
-		w = mempcpy(w, hdrs->v[i].value, strlen(hdrs->v[i].value));
+		const struct front_hdr *e = &hdrs->v[i];
+
+		w = mempcpy(w, e->name, e->nlen);
+		*w++ = ':';
+		*w++ = ' ';
+		w = mempcpy(w, e->value, e->vlen);
+		*w++ = '\r';
+		*w++ = '\n';
+	}
+	if (content_length >= 0) {
+		w = mempcpy(w, "Content-Length: ", 16);
+		w = put_u64(w, (uint64_t)content_length);
 		w = mempcpy(w, "\r\n", 2);
 	}
-	if (content_length >= 0)
-		w += sprintf(w, "Content-Length: %" PRId64 "\r\n", content_length);
 	/* 128 bytes above cover the status line number, Content-Length,
 	 * one of these lines and the blank line (at most 86) */
 	if (chunked)
@@ -84,6 +109,24 @@ static int send_head_lines(struct evbuffer *out, int status, const char *why,
 	if (buf != stack)
 		free(buf);
 	return rc;
+}
+
+/* The chunk-size line for len bytes ("1a2b\r\n") at w; returns the end. */
+static char *put_chunk_size(char *w, uint64_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[16];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = hex[len & 15];
+		len >>= 4;
+	} while (len);
+	while (n)
+		*w++ = tmp[--n];
+	*w++ = '\r';
+	*w++ = '\n';
+	return w;
 }
 
 /* A body nobody asked for is skipped (the connection kept) when at most
@@ -156,8 +199,11 @@ int front_conn_send_body(struct front_conn *c, const void *data, size_t len)
 		return 0;
 	if (c->resp_length >= 0 && c->resp_sent + (int64_t)len > c->resp_length)
 		return -1;
-	if (c->resp_chunked)
-		evbuffer_add_printf(out, "%zx\r\n", len);
+	if (c->resp_chunked) {
+		char line[20];
+
+		evbuffer_add(out, line, (size_t)(put_chunk_size(line, len) - line));
+	}
 	evbuffer_add(out, data, len);
 	if (c->resp_chunked)
 		evbuffer_add(out, "\r\n", 2);
@@ -187,8 +233,11 @@ int front_conn_send_file(struct front_conn *c, int fd, int64_t offset, int64_t l
 		close(fd);
 		return -1;
 	}
-	if (c->resp_chunked)
-		evbuffer_add_printf(out, "%" PRIx64 "\r\n", (uint64_t)len);
+	if (c->resp_chunked) {
+		char line[20];
+
+		evbuffer_add(out, line, (size_t)(put_chunk_size(line, (uint64_t)len) - line));
+	}
 	if (evbuffer_add_file_segment(out, seg, 0, len) < 0) {
 		evbuffer_file_segment_free(seg);
 		return -1;
@@ -219,14 +268,22 @@ void front_conn_reply(struct front_conn *c, int status, const struct front_hdrs 
 		      const char *content_type, const void *body, size_t len,
 		      int force_close)
 {
-	struct front_hdrs h = {0};
+	struct front_hdr hv[16];
+	struct front_hdrs h;
 	const struct front_hdrs *use = hdrs;
 
+	front_hdrs_init(&h, hv, sizeof(hv) / sizeof(hv[0]));
 	if (content_type) {
-		for (size_t i = 0; hdrs && i < hdrs->n; i++)
-			if (front_hdrs_add(&h, hdrs->v[i].name, hdrs->v[i].value) < 0)
+		/* the caller's strings, borrowed for this call */
+		for (size_t i = 0; hdrs && i < hdrs->n; i++) {
+			const struct front_hdr *e = &hdrs->v[i];
+
+			if (!FRONT_HDR_IS(e, "Content-Type") &&
+			    front_hdrs_add_ref(&h, e->name, e->nlen, e->value, e->vlen) < 0)
 				force_close = 1;
-		if (front_hdrs_set(&h, "Content-Type", content_type) < 0)
+		}
+		if (front_hdrs_add_ref(&h, "Content-Type", 12, content_type,
+				       strlen(content_type)) < 0)
 			force_close = 1;
 		use = &h;
 	}

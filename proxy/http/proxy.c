@@ -223,13 +223,20 @@ void proxy_req_on_drain(struct proxy_req *req, void (*fn)(struct proxy_req *req,
 int proxy_req_reply(struct proxy_req *req, int status, const struct front_hdrs *hdrs,
 		    const char *content_type, const void *body, size_t len)
 {
-	struct front_hdrs h = {0};
+	struct front_hdr hv[16];
+	struct front_hdrs h;
 	int rc = 0;
 
-	for (size_t i = 0; hdrs && i < hdrs->n; i++)
-		rc |= front_hdrs_add(&h, hdrs->v[i].name, hdrs->v[i].value);
+	/* the caller's strings, borrowed for this call */
+	front_hdrs_init(&h, hv, sizeof(hv) / sizeof(hv[0]));
+	for (size_t i = 0; hdrs && i < hdrs->n; i++) {
+		const struct front_hdr *e = &hdrs->v[i];
+
+		if (!content_type || !FRONT_HDR_IS(e, "Content-Type"))
+			rc |= front_hdrs_add_ref(&h, e->name, e->nlen, e->value, e->vlen);
+	}
 	if (content_type)
-		rc |= front_hdrs_set(&h, "Content-Type", content_type);
+		rc |= front_hdrs_add_ref(&h, "Content-Type", 12, content_type, strlen(content_type));
 	if (rc == 0)
 		rc = proxy_req_reply_start(req, status, &h, (int64_t)len);
 	front_hdrs_clear(&h);
@@ -349,25 +356,51 @@ static uint64_t proxy_next_id(void)
 	return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
 }
 
+/* "req-" and n in lowercase hex, at least 8 digits, into id (32 bytes). */
+static void format_req_id(char *id, uint64_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char tmp[16];
+	size_t d = 0;
+
+	do {
+		tmp[d++] = hex[n & 15];
+		n >>= 4;
+	} while (n);
+	while (d < 8)
+		tmp[d++] = '0';
+	memcpy(id, "req-", 4);
+	id += 4;
+	while (d)
+		*id++ = tmp[--d];
+	*id = '\0';
+}
+
 static void *op_on_head(void *arg, struct front_conn *conn, struct front_msg *msg)
 {
 	struct proxy *p = arg;
-	struct proxy_req *req = calloc(1, sizeof(*req));
+	/* malloc + memset: glibc's calloc skips its per-thread cache */
+	struct proxy_req *req = malloc(sizeof(*req));
+	const char *peer = front_conn_peer(conn);
+	size_t plen;
 
 	if (!req) {
 		front_msg_free(msg);
 		return NULL;
 	}
+	memset(req, 0, sizeof(*req));
 	req->p = p;
 	req->conn = conn;
 	req->msg = msg;
 	req->refs = 1;
 	req->keep_body = 1;
 	req->t_start_us = proxy_now_us();
-	snprintf(req->peer, sizeof(req->peer), "%s", front_conn_peer(conn));
+	plen = strnlen(peer, sizeof(req->peer) - 1); /* cut like snprintf */
+	memcpy(req->peer, peer, plen);
+	req->peer[plen] = '\0';
 	req->body = evbuffer_new();
 	__atomic_add_fetch(&p->inflight, 1, __ATOMIC_RELAXED);
-	snprintf(req->id, sizeof(req->id), "req-%08" PRIx64, proxy_next_id());
+	format_req_id(req->id, proxy_next_id());
 	if (!req->body) {
 		req->conn = NULL;
 		preq_put(req);

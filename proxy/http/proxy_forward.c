@@ -16,84 +16,134 @@
 
 /* ---- forwarding ------------------------------------------------------- */
 
-/* The message's Connection header values, looked up once per message
+/* The tokens of a message's Connection headers, split once per message
  * (names listed there are hop-by-hop too); all Connection headers count. */
 struct conn_tokens {
-	const char *v[8];
+	struct {
+		const char *p;
+		size_t len;
+	} t[16];
 	size_t n;
-	int overflow;	/* more Connection headers than v holds */
+	int overflow;	/* more tokens than t holds: the lists are searched */
+	const struct front_hdrs *all;
 };
 
 static void conn_tokens_find(const struct front_hdrs *all, struct conn_tokens *ct)
 {
 	ct->n = 0;
 	ct->overflow = 0;
+	ct->all = all;
 	for (size_t i = 0; i < all->n; i++) {
-		if (strcasecmp(all->v[i].name, "Connection") != 0)
+		const char *p = all->v[i].value;
+
+		if (!FRONT_HDR_IS(&all->v[i], "Connection"))
 			continue;
-		if (ct->n < sizeof(ct->v) / sizeof(ct->v[0]))
-			ct->v[ct->n++] = all->v[i].value;
-		else
-			ct->overflow = 1;
+		/* the same splitting as front_list_has */
+		while (*p) {
+			const char *end;
+			size_t len;
+
+			while (*p == ' ' || *p == '\t' || *p == ',')
+				p++;
+			end = p;
+			while (*end && *end != ',')
+				end++;
+			len = (size_t)(end - p);
+			while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+				len--;
+			if (len) {
+				if (ct->n == sizeof(ct->t) / sizeof(ct->t[0])) {
+					ct->overflow = 1;
+					return;
+				}
+				ct->t[ct->n].p = p;
+				ct->t[ct->n].len = len;
+				ct->n++;
+			}
+			p = end;
+		}
 	}
 }
 
-static int is_hop_by_hop(const struct front_hdrs *all, const struct conn_tokens *ct,
-			 const char *name)
+static int is_hop_by_hop(const struct conn_tokens *ct, const struct front_hdr *e)
 {
-	static const char *const hop[] = {
-		"Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding",
-		"Upgrade", NULL,
-	};
-
-	if (strncasecmp(name, "Proxy-", 6) == 0)
-		return 1;
-	for (size_t i = 0; hop[i]; i++)
-		if (strcasecmp(name, hop[i]) == 0)
+	switch (e->nlen) {
+	case 2:
+		if (FRONT_HDR_IS(e, "TE"))
 			return 1;
+		break;
+	case 7:
+		if (FRONT_HDR_IS(e, "Trailer") || FRONT_HDR_IS(e, "Upgrade"))
+			return 1;
+		break;
+	case 10:
+		if (FRONT_HDR_IS(e, "Connection") || FRONT_HDR_IS(e, "Keep-Alive"))
+			return 1;
+		break;
+	case 17:
+		if (FRONT_HDR_IS(e, "Transfer-Encoding"))
+			return 1;
+		break;
+	}
+	if (e->nlen >= 6 && (e->name[0] | 0x20) == 'p' && strncasecmp(e->name, "Proxy-", 6) == 0)
+		return 1;
 	if (ct->overflow) {
+		const struct front_hdrs *all = ct->all;
+
 		for (size_t i = 0; i < all->n; i++)
-			if (strcasecmp(all->v[i].name, "Connection") == 0 &&
-			    front_list_has(all->v[i].value, name))
+			if (FRONT_HDR_IS(&all->v[i], "Connection") &&
+			    front_list_has(all->v[i].value, e->name))
 				return 1;
 		return 0;
 	}
 	for (size_t i = 0; i < ct->n; i++)
-		if (front_list_has(ct->v[i], name))
+		if (ct->t[i].len == e->nlen && strncasecmp(ct->t[i].p, e->name, e->nlen) == 0)
 			return 1;
 	return 0;
 }
 
 /* Header names the proxy sets itself on the way upstream. */
-static int is_proxy_owned(const struct proxy *p, const char *name)
+static int is_proxy_owned(const struct proxy *p, const struct front_hdr *e)
 {
-	if (strcasecmp(name, "Host") == 0 || strcasecmp(name, "Content-Length") == 0 ||
-	    strcasecmp(name, "Expect") == 0)
-		return 1;
-	if (p->mode == PROXY_MODE_S3 &&
-	    (strcasecmp(name, "Authorization") == 0 || strcasecmp(name, "X-Amz-Date") == 0 ||
-	     strcasecmp(name, "X-Amz-Security-Token") == 0 ||
-	     strcasecmp(name, "X-Amz-Content-Sha256") == 0))
-		return 1;
+	int s3 = p->mode == PROXY_MODE_S3;
+
+	switch (e->nlen) {
+	case 4:
+		return FRONT_HDR_IS(e, "Host");
+	case 6:
+		return FRONT_HDR_IS(e, "Expect");
+	case 10:
+		return s3 && FRONT_HDR_IS(e, "X-Amz-Date");
+	case 13:
+		return s3 && FRONT_HDR_IS(e, "Authorization");
+	case 14:
+		return FRONT_HDR_IS(e, "Content-Length");
+	case 20:
+		return s3 && (FRONT_HDR_IS(e, "X-Amz-Security-Token") ||
+			      FRONT_HDR_IS(e, "X-Amz-Content-Sha256"));
+	}
 	return 0;
 }
 
-/* The client's query without presigned-URL authentication parameters.
- * Returns malloc'd (possibly "") or NULL on ENOMEM. */
-static char *strip_presign_query(const char *query)
+/* The client's query without presigned-URL authentication parameters,
+ * written to out (room for strlen(query) + 1; possibly ""). */
+static void strip_presign_query(const char *query, char *out)
 {
-	static const char *const auth[] = {
-		"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
-		"X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token",
-		"AWSAccessKeyId", "Signature", "Expires", /* SigV2 */ NULL,
+#define AUTH_PARAM(s) { s, sizeof(s) - 1 }
+	static const struct {
+		const char *name;
+		size_t len;
+	} auth[] = {
+		AUTH_PARAM("X-Amz-Algorithm"), AUTH_PARAM("X-Amz-Credential"),
+		AUTH_PARAM("X-Amz-Date"), AUTH_PARAM("X-Amz-Expires"),
+		AUTH_PARAM("X-Amz-SignedHeaders"), AUTH_PARAM("X-Amz-Signature"),
+		AUTH_PARAM("X-Amz-Security-Token"),
+		AUTH_PARAM("AWSAccessKeyId"), AUTH_PARAM("Signature"), AUTH_PARAM("Expires"), /* SigV2 */
 	};
-	size_t qlen = query ? strlen(query) : 0;
-	char *out = malloc(qlen + 1);
+#undef AUTH_PARAM
 	size_t o = 0;
 	const char *s = query;
 
-	if (!out)
-		return NULL;
 	while (s && *s) {
 		const char *amp = strchr(s, '&');
 		size_t len = amp ? (size_t)(amp - s) : strlen(s);
@@ -102,8 +152,8 @@ static char *strip_presign_query(const char *query)
 
 		while (nlen < len && s[nlen] != '=')
 			nlen++;
-		for (size_t i = 0; auth[i]; i++)
-			if (nlen == strlen(auth[i]) && strncasecmp(s, auth[i], nlen) == 0)
+		for (size_t i = 0; i < sizeof(auth) / sizeof(auth[0]); i++)
+			if (nlen == auth[i].len && strncasecmp(s, auth[i].name, nlen) == 0)
 				drop = 1;
 		if (!drop && len) {
 			if (o)
@@ -114,7 +164,6 @@ static char *strip_presign_query(const char *query)
 		s = amp ? amp + 1 : s + len;
 	}
 	out[o] = '\0';
-	return out;
 }
 
 /* Signs the forwarded request (S3 mode): adds x-amz-date,
@@ -192,19 +241,29 @@ void preq_start_body_reading(struct proxy_req *req)
 	front_conn_read_body(req->conn);
 }
 
+/* Room on the stack for the forwarded head's entries and its strings
+ * (query, path, URL); longer ones go to the heap. */
+#define FWD_ENTRIES 48
+#define FWD_STRINGS 2048
+
 /* Builds and starts one upstream attempt. On failure the request is
  * answered (500/502/501) and finished. */
 void preq_start_forward(struct proxy_req *req)
 {
 	struct proxy *p = req->p;
 	const struct front_msg *m = req->msg;
-	struct front_hdrs fwd = {0};
+	struct front_hdr fwd_v[FWD_ENTRIES];
+	struct front_hdrs fwd;
 	struct conn_tokens ct;
 	struct upstream_request ur;
-	char *query = NULL, *path = NULL, *url = NULL;
+	char stack[FWD_STRINGS];
+	char *buf = NULL, *query, *path, *url, *w;
+	const char *mpath = strcmp(m->path, "*") ? m->path : "/";
+	size_t olen = strlen(p->up_origin), blen = strlen(p->up_base), plen = strlen(mpath);
+	size_t qlen = m->query ? strlen(m->query) : 0, need;
 	char err[256];
-	size_t ulen;
 
+	front_hdrs_init(&fwd, fwd_v, FWD_ENTRIES);
 	if (!p->up) {
 		proxy_req_reply_error(req, 501, "NotImplemented",
 				      "no upstream is configured (the embedded store is not wired yet)",
@@ -224,35 +283,47 @@ void preq_start_forward(struct proxy_req *req)
 				      "the request body was streamed and cannot be re-sent", NULL);
 		return;
 	}
+	/* the client's headers are borrowed: m outlives fwd */
 	conn_tokens_find(&m->hdrs, &ct);
 	for (size_t i = 0; i < m->hdrs.n; i++) {
-		const char *name = m->hdrs.v[i].name;
+		const struct front_hdr *e = &m->hdrs.v[i];
 
-		if (is_hop_by_hop(&m->hdrs, &ct, name) || is_proxy_owned(p, name))
+		if (is_hop_by_hop(&ct, e) || is_proxy_owned(p, e))
 			continue;
-		if (front_hdrs_add(&fwd, name, m->hdrs.v[i].value) < 0)
+		if (front_hdrs_add_ref(&fwd, e->name, e->nlen, e->value, e->vlen) < 0)
 			goto nomem;
 	}
-	if (front_hdrs_add(&fwd, "Host", p->up_host) < 0)
+	if (front_hdrs_add_ref(&fwd, "Host", 4, p->up_host, strlen(p->up_host)) < 0)
 		goto nomem;
-	query = p->mode == PROXY_MODE_S3 ? strip_presign_query(m->query)
-					 : strdup(m->query ? m->query : "");
-	if (!query)
+	/* query, path (base + the client's) and URL (origin + path + ?query),
+	 * each NUL-terminated, in one buffer */
+	need = (qlen + 1) + (blen + plen + 1) + (olen + blen + plen + 1 + qlen + 1);
+	buf = need <= sizeof(stack) ? stack : malloc(need);
+	if (!buf)
 		goto nomem;
-	if (asprintf(&path, "%s%s", p->up_base, strcmp(m->path, "*") ? m->path : "/") < 0) {
-		path = NULL;
-		goto nomem;
+	query = buf;
+	if (p->mode == PROXY_MODE_S3)
+		strip_presign_query(m->query, query);
+	else
+		memcpy(query, m->query ? m->query : "", qlen + 1);
+	qlen = strlen(query);
+	path = query + qlen + 1;
+	w = mempcpy(path, p->up_base, blen);
+	w = mempcpy(w, mpath, plen);
+	*w++ = '\0';
+	url = w;
+	w = mempcpy(url, p->up_origin, olen);
+	w = mempcpy(w, path, blen + plen);
+	if (qlen) {
+		*w++ = '?';
+		w = mempcpy(w, query, qlen);
 	}
+	*w = '\0';
 	if (p->mode == PROXY_MODE_S3 && sign_forward(req, &fwd, path, query) < 0) {
 		proxy_req_reply_error(req, 500, "InternalError",
 				      "cannot sign the request for upstream", NULL);
 		goto out;
 	}
-	ulen = strlen(p->up_origin) + strlen(path) + strlen(query) + 2;
-	url = malloc(ulen);
-	if (!url)
-		goto nomem;
-	snprintf(url, ulen, "%s%s%s%s", p->up_origin, path, *query ? "?" : "", query);
 
 	memset(&ur, 0, sizeof(ur));
 	ur.method = m->method;
@@ -281,9 +352,8 @@ nomem:
 	proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
 out:
 	front_hdrs_clear(&fwd);
-	free(query);
-	free(path);
-	free(url);
+	if (buf != stack)
+		free(buf);
 }
 
 static void resend_cb(evutil_socket_t fd, short what, void *arg)
@@ -357,29 +427,42 @@ static size_t up_read_body(void *arg, char *buf, size_t len)
 	return n;
 }
 
-/* Sends the upstream head to the client. */
+/* Sends the upstream head to the client: its headers borrowed, on the
+ * stack unless there are many. */
 static int relay_head(struct proxy_req *req, int status, const struct front_hdrs *up)
 {
-	struct front_hdrs out = {0};
+	struct front_hdr out_v[32];
+	struct front_hdrs out;
 	struct conn_tokens ct;
-	const char *cl = front_hdrs_get(up, "Content-Length");
-	const char *te = front_hdrs_get(up, "Transfer-Encoding");
+	const char *cl = NULL;
+	int te = 0;
 	int64_t length = -1;
 	int rc;
 
+	front_hdrs_init(&out, out_v, sizeof(out_v) / sizeof(out_v[0]));
 	conn_tokens_find(up, &ct);
 	for (size_t i = 0; i < up->n; i++) {
-		const char *name = up->v[i].name;
+		const struct front_hdr *e = &up->v[i];
 
-		if (is_hop_by_hop(up, &ct, name) || strcasecmp(name, "Content-Length") == 0)
+		if (FRONT_HDR_IS(e, "Content-Length")) {
+			if (!cl)
+				cl = e->value;
 			continue;
-		if (front_hdrs_add(&out, name, up->v[i].value) < 0) {
+		}
+		if (FRONT_HDR_IS(e, "Transfer-Encoding"))
+			te = 1;
+		if (is_hop_by_hop(&ct, e))
+			continue;
+		if (front_hdrs_add_ref(&out, e->name, e->nlen, e->value, e->vlen) < 0) {
 			front_hdrs_clear(&out);
 			return -1;
 		}
 	}
-	if (!te && cl && *cl && strspn(cl, "0123456789") == strlen(cl) && strlen(cl) <= 18)
-		length = strtoll(cl, NULL, 10);
+	if (!te && cl && *cl && strspn(cl, "0123456789") == strlen(cl) && strlen(cl) <= 18) {
+		length = 0;
+		for (const char *d = cl; *d; d++)
+			length = length * 10 + (*d - '0');
+	}
 	req->status = status;
 	rc = front_conn_send_head(req->conn, status, NULL, &out, length,
 				  preq_resp_no_body(req, status), 0);

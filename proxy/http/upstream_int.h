@@ -88,6 +88,8 @@ struct upstream_xfer {
 	http_parser hp;
 	struct front_hdrs hdrs;      /* the response head being parsed */
 	struct up_str field, value;
+	const char *fref, *vref;     /* field/value still in the bytes being parsed */
+	size_t fref_len, vref_len;   /* (upstream_parse.c copies them before they go) */
 	size_t head_bytes;
 	int status;
 	int depth;                   /* inside our own code: free later */

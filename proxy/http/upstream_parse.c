@@ -41,20 +41,69 @@ static int parse_fail(struct upstream_xfer *x, enum upstream_result res, const c
 	return -1;
 }
 
+/* A header's name and value are taken where they lie in the bytes being
+ * parsed when each comes in one piece (the usual case), and copied into
+ * field/value only when it comes in pieces or the bytes are about to go
+ * (keep_refs, after each parser run). */
+static int ref_keep(struct up_str *s, const char **ref, size_t *ref_len)
+{
+	int rc = 0;
+
+	if (*ref) {
+		s->len = 0;
+		rc = str_append(s, *ref, *ref_len);
+		*ref = NULL;
+		*ref_len = 0;
+	}
+	return rc;
+}
+
+static int keep_refs(struct upstream_xfer *x)
+{
+	if (ref_keep(&x->field, &x->fref, &x->fref_len) < 0 ||
+	    ref_keep(&x->value, &x->vref, &x->vref_len) < 0)
+		return parse_fail(x, UPSTREAM_ERROR, "out of memory");
+	return 0;
+}
+
+/* Appends a piece of the name or value: the first piece is referenced,
+ * a second one makes it a copy. */
+static int piece_add(struct up_str *s, const char **ref, size_t *ref_len,
+		     const char *at, size_t len)
+{
+	if (!s->len && !*ref) {
+		*ref = at;
+		*ref_len = len;
+		return 0;
+	}
+	if (ref_keep(s, ref, ref_len) < 0)
+		return -1;
+	return str_append(s, at, len);
+}
+
+static void refs_forget(struct upstream_xfer *x)
+{
+	x->fref = x->vref = NULL;
+	x->fref_len = x->vref_len = 0;
+	x->field.len = x->value.len = 0;
+}
+
 /* Adds the header collected in field/value to the list. */
 static int flush_header(struct upstream_xfer *x)
 {
-	size_t vlen = x->value.len;
+	const char *f = x->fref ? x->fref : x->field.p;
+	const char *v = x->vref ? x->vref : x->value.p;
+	size_t flen = x->fref ? x->fref_len : x->field.len;
+	size_t vlen = x->vref ? x->vref_len : x->value.len;
 
 	x->in_value = 0;
-	if (!x->field.len)
+	if (!flen)
 		return 0;
-	while (vlen && (x->value.p[vlen - 1] == ' ' || x->value.p[vlen - 1] == '\t'))
+	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
 		vlen--;
-	if (front_hdrs_addn(&x->hdrs, x->field.p, x->field.len, vlen ? x->value.p : "", vlen) < 0)
+	if (front_hdrs_addn(&x->hdrs, f, flen, vlen ? v : "", vlen) < 0)
 		return parse_fail(x, UPSTREAM_ERROR, "out of memory");
-	x->field.len = 0;
-	x->value.len = 0;
+	refs_forget(x);
 	return 0;
 }
 
@@ -63,7 +112,7 @@ static int cb_message_begin(http_parser *hp)
 	struct upstream_xfer *x = hp->data;
 
 	front_hdrs_clear(&x->hdrs);
-	x->field.len = x->value.len = 0;
+	refs_forget(x);
 	x->in_value = 0;
 	x->interim = 0;
 	x->head_bytes = 0;
@@ -86,7 +135,7 @@ static int cb_header_field(http_parser *hp, const char *at, size_t len)
 		return 0; /* trailers: not relayed */
 	if (head_grow(x, len) < 0 || (x->in_value && flush_header(x) < 0))
 		return -1;
-	if (str_append(&x->field, at, len) < 0)
+	if (piece_add(&x->field, &x->fref, &x->fref_len, at, len) < 0)
 		return parse_fail(x, UPSTREAM_ERROR, "out of memory");
 	return 0;
 }
@@ -100,7 +149,7 @@ static int cb_header_value(http_parser *hp, const char *at, size_t len)
 	if (head_grow(x, len) < 0)
 		return -1;
 	x->in_value = 1;
-	if (str_append(&x->value, at, len) < 0)
+	if (piece_add(&x->value, &x->vref, &x->vref_len, at, len) < 0)
 		return parse_fail(x, UPSTREAM_ERROR, "out of memory");
 	return 0;
 }
@@ -193,7 +242,7 @@ void up_parse_reset(struct upstream_xfer *x)
 	http_parser_init(&x->hp, HTTP_RESPONSE);
 	x->hp.data = x;
 	front_hdrs_clear(&x->hdrs);
-	x->field.len = x->value.len = 0;
+	refs_forget(x);
 	x->in_value = x->interim = x->complete = x->got_bytes = x->eof_seen = 0;
 	x->head_bytes = 0;
 	x->status = 0;
@@ -241,6 +290,8 @@ enum up_feed up_parse_feed(struct upstream_xfer *x, struct evbuffer *in, int eof
 		x->depth--;
 		if (x->dead)
 			return UP_FEED_DEAD;
+		if (keep_refs(x) < 0)
+			return UP_FEED_FAILED; /* before the bytes they point into go */
 		evbuffer_drain(in, used);
 		r = feed_result(x);
 		if (r != UP_FEED_MORE)
@@ -298,6 +349,8 @@ void up_parse_clear(struct upstream_xfer *x)
 	free(x->value.p);
 	x->field = (struct up_str){0};
 	x->value = (struct up_str){0};
+	x->fref = x->vref = NULL;
+	x->fref_len = x->vref_len = 0;
 	if (x->held)
 		evbuffer_free(x->held);
 	x->held = NULL;

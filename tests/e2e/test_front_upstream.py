@@ -219,6 +219,47 @@ def test_http_mode_forwarding():
         up.close()
 
 
+def test_header_order_case_duplicates():
+    """Both ways: names keep their case, duplicates and their order are
+    kept, hop-by-hop headers go (also names listed in a Connection header
+    with more tokens than the proxy splits up front)."""
+    seen = {}
+
+    def echo(conn):
+        seen["head"] = read_request_head(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nX-Resp: a\r\nConnection: keep-alive, X-Gone\r\n"
+                     b"x-RESP: b\r\nX-Gone: 1\r\nKeep-Alive: timeout=5\r\nX-Other-CASE: c\r\n"
+                     b"Content-Length: 2\r\n\r\nok")
+
+    up = ScriptedUpstream(echo)
+    g = Gate("--upstream", up.url, "--mode", "http")
+    try:
+        many = b", ".join(b"t%d" % i for i in range(30))
+        s = connect(g.port)
+        s.sendall(b"GET /o HTTP/1.1\r\nHost: front\r\nX-Dup: 1\r\nConnection: " + many +
+                  b", X-Tok\r\nx-DUP: 2\r\nT29: z\r\nX-Tok: 1\r\nX-Mixed-Case: v\r\n"
+                  b"proxy-connection: x\r\nX-Dup: 3\r\n\r\n")
+        data = b""
+        while not (b"\r\n\r\n" in data and data.endswith(b"ok")):
+            chunk = s.recv(4096)
+            assert chunk, data
+            data += chunk
+        s.close()
+        head = data.split(b"\r\n\r\n", 1)[0]
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n"), head
+        assert b"\r\nX-Resp: a\r\nx-RESP: b\r\nX-Other-CASE: c\r\n" in head, head
+        for gone in (b"x-gone", b"keep-alive"):
+            assert gone not in head.lower(), (gone, head)
+        assert b"\r\nContent-Length: 2" in head, head
+        up_head = seen["head"]
+        assert b"\r\nX-Dup: 1\r\nx-DUP: 2\r\nX-Mixed-Case: v\r\nX-Dup: 3\r\n" in up_head, up_head
+        for gone in (b"x-tok", b"t29:", b"connection", b"proxy-connection"):
+            assert gone not in up_head.lower(), (gone, up_head)
+    finally:
+        g.close()
+        up.close()
+
+
 def test_drain_on_sigterm():
     def slow(conn):
         read_request_head(conn)
@@ -250,6 +291,8 @@ def main():
             test_streamed_body_reaches_client)
     r.check("upstream cut mid-body -> client connection closed", test_upstream_cut_mid_body)
     r.check("http mode forwarding rules", test_http_mode_forwarding)
+    r.check("header case, order and duplicates kept both ways; hop-by-hop dropped",
+            test_header_order_case_duplicates)
     r.check("s3 mode: the client's presign parameters never go upstream",
             test_s3_mode_strips_client_auth)
     r.check("SIGTERM drains a request in flight", test_drain_on_sigterm)
