@@ -34,15 +34,31 @@ static void puts_(struct out *o, const char *s)
 
 #define REPLACEMENT "\xEF\xBF\xBD" /* U+FFFD */
 
-/* Writes s as XML character data. */
+/* 1 for printable ASCII that XML character data takes as it is. */
+static int xml_plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7F && c != '&' && c != '<' && c != '>' && c != '"' &&
+	       c != '\'';
+}
+
+/* Writes s as XML character data: runs of plain ASCII in one piece, the
+ * rest byte by byte (escapes, control characters, UTF-8 checked). */
 static void put_xml_text(struct out *o, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = strlen(s);
 
 	while (n > 0) {
-		size_t l;
+		size_t l = 0;
 
+		while (l < n && xml_plain(p[l]))
+			l++;
+		if (l > 0) {
+			put(o, (const char *)p, l);
+			p += l;
+			n -= l;
+			continue;
+		}
 		switch (*p) {
 		case '&': puts_(o, "&amp;"); l = 1; break;
 		case '<': puts_(o, "&lt;"); l = 1; break;
@@ -114,12 +130,16 @@ size_t s3err_xml_text(const char *text, char *buf, size_t buflen)
 
 char *s3err_xml_dup(const struct s3err *e, size_t *len)
 {
-	size_t need = s3err_xml(e, NULL, 0);
+	char first[1024]; /* every body the proxy writes fits: formatted once */
+	size_t need = s3err_xml(e, first, sizeof(first));
 	char *body = malloc(need + 1);
 
 	if (!body)
 		return NULL;
-	s3err_xml(e, body, need + 1);
+	if (need < sizeof(first))
+		memcpy(body, first, need + 1);
+	else
+		s3err_xml(e, body, need + 1);
 	if (len)
 		*len = need;
 	return body;

@@ -248,6 +248,32 @@ static void test_s3err_xml(void **state)
 	free(dup);
 }
 
+/* A body longer than s3err_xml_dup's first buffer (1 KiB) is formatted
+ * again at its full size, escapes included. */
+static void test_s3err_xml_long(void **state)
+{
+	char msg[3001], *want, *dup;
+	struct s3err e = { .code = "InvalidArgument", .message = msg };
+	size_t n, len;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(msg) - 1; i++)
+		msg[i] = i % 100 == 99 ? '&' : 'a';
+	msg[sizeof(msg) - 1] = '\0';
+	n = s3err_xml(&e, NULL, 0);
+	assert_true(n > 3000 + 30 * 4);    /* every '&' became "&amp;" */
+	want = malloc(n + 1);
+	assert_non_null(want);
+	assert_int_equal(s3err_xml(&e, want, n + 1), n);
+	dup = s3err_xml_dup(&e, &len);
+	assert_non_null(dup);
+	assert_int_equal(len, n);
+	assert_string_equal(dup, want);
+	assert_true(xml_well_formed(dup, len));
+	free(dup);
+	free(want);
+}
+
 static void test_s3err_xml_hostile(void **state)
 {
 	struct s3err e = {
@@ -412,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_series_cap),
 		cmocka_unit_test(test_fencegate_families),
 		cmocka_unit_test(test_s3err_xml),
+		cmocka_unit_test(test_s3err_xml_long),
 		cmocka_unit_test(test_s3err_xml_hostile),
 		cmocka_unit_test(test_s3err_json),
 		cmocka_unit_test(test_accesslog_line),
