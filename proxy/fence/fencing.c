@@ -34,6 +34,8 @@ static void freq_free(void *arg)
 	free(fr->key);
 	free(fr->body);
 	free(fr->resp_body);
+	free(fr->upload_id);
+	free(fr->head_err);
 	free(fr);
 }
 

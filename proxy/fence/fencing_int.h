@@ -74,7 +74,7 @@ struct freq {
 	struct objcache_entry cached;
 	bool client_inm;             /* client sent If-None-Match: * */
 	char client_if_match[STORE_ETAG_MAX];
-	char upload_id[MULTIPART_ID_MAX];
+	char *upload_id;             /* ?uploadId=, malloc'd; NULL none */
 	int cas_resends;
 	bool our_condition;          /* the forwarded condition is ours */
 	bool cond_if_match;          /* ours is If-Match (else If-None-Match *) */
@@ -82,7 +82,7 @@ struct freq {
 	int head_found;              /* 1, 0, -1 failure */
 	char head_etag[STORE_ETAG_MAX];
 	uint64_t head_epoch;
-	char head_err[256];
+	char *head_err;              /* why the HEAD failed, malloc'd; NULL */
 	/* lock-file guard */
 	bool copy_or_multipart;      /* copy source, ?uploads, ?uploadId on a lock key */
 	char *body;

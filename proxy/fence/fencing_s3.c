@@ -119,10 +119,12 @@ static void head_run(void *arg)
 
 	fr->head_found = -1;
 	fr->head_epoch = 0;
+	free(fr->head_err);
+	fr->head_err = NULL;
 	fr->head_etag[0] = '\0';
 	st = fencing_thread_store(j->f, fr->bucket, err, sizeof(err));
 	if (!st) {
-		snprintf(fr->head_err, sizeof(fr->head_err), "%s", err);
+		fr->head_err = strdup(err);
 		return;
 	}
 	sc = store_head(st, fr->key, &res);
@@ -133,8 +135,8 @@ static void head_run(void *arg)
 		snprintf(fr->head_etag, sizeof(fr->head_etag), "%s", res.etag);
 		fr->head_epoch = fencing_object_epoch(&res);
 	} else {
-		snprintf(fr->head_err, sizeof(fr->head_err), "HEAD \"%.200s\": %s", fr->key,
-			 store_strerror(sc));
+		snprintf(err, sizeof(err), "HEAD \"%.200s\": %s", fr->key, store_strerror(sc));
+		fr->head_err = strdup(err);
 	}
 	store_result_clear(&res);
 }
@@ -225,7 +227,8 @@ static enum proxy_action cas_act(struct freq *fr, const struct objcas_step *st, 
 		return fencing_reply_error(fr, 503, "SlowDown",
 					   "the object kept changing under the write; retry", false, 0);
 	case OBJCAS_HEAD_FAILED:
-		snprintf(msg, sizeof(msg), "cannot read the object's version: %s", fr->head_err);
+		snprintf(msg, sizeof(msg), "cannot read the object's version: %s",
+			 fr->head_err ? fr->head_err : "out of memory");
 		return fencing_reply_error(fr, 503, "SlowDown", msg, false, 0);
 	}
 	return fencing_reply_error(fr, 500, "InternalError", "object CAS", false, 0);
@@ -625,10 +628,12 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 		return PROXY_PASS;
 	}
 	if (m->upload_id) {
-		if (strlen(m->upload_id) >= sizeof(fr->upload_id))
+		if (strlen(m->upload_id) >= MULTIPART_ID_MAX)
 			return fencing_reply_error(fr, 400, "InvalidArgument",
 						   "the upload id is too long", false, 0);
-		snprintf(fr->upload_id, sizeof(fr->upload_id), "%s", m->upload_id);
+		if (!(fr->upload_id = strdup(m->upload_id)))
+			return fencing_reply_error(fr, 500, "InternalError", "out of memory",
+						   false, 0);
 	}
 	if (!lockreg_bucket_valid(fr->bucket))
 		return fencing_reply_error(fr, 400, "InvalidBucketName", "not a valid S3 bucket name",
