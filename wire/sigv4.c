@@ -132,10 +132,22 @@ static void hmac_sha256_str(const void *key, size_t keylen, const char *msg,
 
 void sigv4_amz_date(time_t t, char out[17])
 {
+	/* every request of a busy second signs with the same date: formatted
+	 * once per second and thread */
+	static _Thread_local time_t last_t = (time_t)-1;
+	static _Thread_local char last[17];
 	struct tm tm;
 
-	if (!gmtime_r(&t, &tm) || strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm) != 16)
+	if (t == last_t && last[0]) {
+		memcpy(out, last, 17);
+		return;
+	}
+	if (!gmtime_r(&t, &tm) || strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm) != 16) {
 		out[0] = '\0';
+		return;
+	}
+	memcpy(last, out, 17);
+	last_t = t;
 }
 
 void sigv4_sha256_hex(const void *data, size_t len, char hex[65])

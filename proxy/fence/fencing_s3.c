@@ -605,7 +605,14 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	if (f->s3_endpoint)
 		proxy_req_on_response(req, on_response, fr);
-	snprintf(fr->bucket, sizeof(fr->bucket), "%s", m->bucket);
+	{ /* cut to the buffer like snprintf; a cut name fails lockreg_bucket_valid */
+		size_t bl = strlen(m->bucket);
+
+		if (bl >= sizeof(fr->bucket))
+			bl = sizeof(fr->bucket) - 1;
+		memcpy(fr->bucket, m->bucket, bl);
+		fr->bucket[bl] = '\0';
+	}
 	if (m->key && !(fr->key = strdup(m->key)))
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	fr->kind = m->cls;

@@ -167,6 +167,14 @@ static void test_dates_and_hashes(void **state)
 	assert_string_equal(date, "19700101T000000Z");
 	sigv4_amz_date(1440938160, date);
 	assert_string_equal(date, "20150830T123600Z");
+	/* the same second again (served from the per-thread cache), the next
+	 * one, and back */
+	sigv4_amz_date(1440938160, date);
+	assert_string_equal(date, "20150830T123600Z");
+	sigv4_amz_date(1440938161, date);
+	assert_string_equal(date, "20150830T123601Z");
+	sigv4_amz_date(0, date);
+	assert_string_equal(date, "19700101T000000Z");
 	sigv4_sha256_hex("", 0, hex);
 	assert_string_equal(hex, SIGV4_EMPTY_SHA256);
 	sigv4_sha256_hex("abc", 3, hex);
