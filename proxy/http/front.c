@@ -95,6 +95,8 @@ size_t fconn_outlen(const struct front_conn *c)
 /* Frees what c owns (each part may be missing) and c itself. */
 static void conn_free_parts(struct front_conn *c)
 {
+	if (c->rd)
+		event_free(c->rd); /* before the bufferevent closes the socket */
 	if (c->bev)
 		bufferevent_free(c->bev);
 	if (c->timer)
@@ -139,7 +141,7 @@ void fconn_close_after_flush(struct front_conn *c)
 		c->state = CONN_CLOSING;
 	/* keep reading (and dropping) so unread input cannot turn the close
 	 * into a reset that destroys the response in flight */
-	bufferevent_enable(c->bev, EV_READ);
+	fconn_read_enable(c, 1);
 	fconn_kick(c);
 }
 
@@ -394,7 +396,7 @@ static int conn_settle(struct front_conn *c)
 		}
 		c->state = CONN_LINGER;
 		c->t_linger = front_now_ms();
-		bufferevent_enable(c->bev, EV_READ);
+		fconn_read_enable(c, 1);
 	}
 	if (c->state == CONN_LINGER && (c->eof || c->lingered > LINGER_MAX)) {
 		conn_free(c, FRONT_ABORT_CLIENT_GONE);
@@ -430,6 +432,7 @@ static int conn_settle(struct front_conn *c)
 	} else {
 		evtimer_del(c->timer);
 	}
+	fconn_read_sync(c);
 	return 0;
 }
 
@@ -497,6 +500,28 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	conn_process(c);
 	if (fconn_read_bulk(c, conn_process, &what) < 0) {
 		conn_event_cb(bev, what, c);
+		return;
+	}
+	conn_settle(c);
+}
+
+/* Plain TCP: the socket is readable (front_io.c reads). */
+static void conn_sock_read_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct front_conn *c = arg;
+	short what = 0;
+	int more;
+	ssize_t n = fconn_read_event(c, &more, &what);
+
+	if (n < 0) {
+		conn_event_cb(c->bev, what, c);
+		return;
+	}
+	if (n == 0)
+		return;
+	conn_process(c);
+	if (more && fconn_read_bulk(c, conn_process, &what) < 0) {
+		conn_event_cb(c->bev, what, c);
 		return;
 	}
 	conn_settle(c);
@@ -599,7 +624,9 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	c->timer = evtimer_new(s->base, conn_timeout_cb, c);
 	c->kick = event_new(s->base, -1, 0, conn_kick_cb, c);
-	if (!c->parser || !c->bev || !c->timer || !c->kick) {
+	if (!s->tls && c->bev && fconn_read_init(c, fd, conn_sock_read_cb) < 0)
+		c->rd = NULL;
+	if (!c->parser || !c->bev || !c->timer || !c->kick || (!s->tls && !c->rd)) {
 		if (c->bev)
 			fd = -1; /* closed with the bufferevent */
 		conn_free_parts(c);
@@ -629,14 +656,18 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->t_idle = front_now_ms();
 	c->t_write = c->t_idle;
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, s->lim.input_buffer);
 	bufferevent_setwatermark(c->bev, EV_WRITE, s->lim.output_buffer / 2, 0);
 	evbuffer_add_cb(bufferevent_get_output(c->bev), output_cb, c);
-	/* plain TCP: EV_WRITE only for what a write at once leaves (front_io.c) */
+	/* plain TCP: EV_WRITE only for what a write at once leaves, reads on
+	 * rd (front_io.c); the bufferevent's read event stays off */
 	c->write_armed = s->tls != NULL;
-	if (!s->tls)
+	if (s->tls) {
+		bufferevent_setwatermark(c->bev, EV_READ, 0, s->lim.input_buffer);
+		bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	} else {
 		bufferevent_disable(c->bev, EV_WRITE); /* a new bufferevent has it on */
-	bufferevent_enable(c->bev, s->tls ? EV_READ | EV_WRITE : EV_READ);
+		fconn_read_enable(c, 1);
+	}
 	log_debug("connection from \"%s\"", c->peer);
 	update_accepting(s);
 	conn_settle(c);

@@ -7,6 +7,7 @@
 #define FENCE_FRONT_INT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <event2/bufferevent.h>
 #include <openssl/ssl.h>
@@ -47,6 +48,10 @@ struct front_conn {
 	struct front_parser *parser;
 	struct event *timer;
 	struct event *kick;
+	struct event *rd;     /* plain TCP: the socket's read event (front_io.c);
+			       * NULL on TLS, where the bufferevent reads */
+	int rd_want;          /* reading is on (EOF, an error turn it off) */
+	int rd_added;         /* rd is added: rd_want and the input has room */
 	char peer[64];
 	enum conn_state state;
 
@@ -107,11 +112,26 @@ void fconn_next_request(struct front_conn *c);
 /* Starts the body's minimum-rate clock. */
 void fconn_body_clock_start(struct front_conn *c);
 
-/* Plain TCP, after libevent's read: while c consumes its input at once
- * (a body it reads or skips, input dropped before a close), reads on in
- * pieces of up to 64 KiB within the input buffer's cap, calling process
- * after each. Returns 0, or -1 at EOF or on a read error with *what set
- * for the event callback (reading is then disabled). No-op on TLS. */
+/* Plain TCP reads without libevent's (which asks FIONREAD before every
+ * readv): rd, made by fconn_read_init, is added while reading is on and
+ * the input buffer is under its cap (limits.input_buffer). */
+int fconn_read_init(struct front_conn *c, evutil_socket_t fd, event_callback_fn cb);
+/* Turns reading on or off (TLS: the bufferevent's EV_READ). */
+void fconn_read_enable(struct front_conn *c, int on);
+/* Adds or deletes rd after the input buffer changed. No-op on TLS. */
+void fconn_read_sync(struct front_conn *c);
+/* rd's callback's read: one readv of up to 16 KiB (64 KiB when c reads a
+ * body). Returns the bytes read (*more: 1 when they filled the room, so
+ * the socket may hold more), 0 when there was nothing (or no room), or -1
+ * at EOF or on a read error with *what set for the event callback
+ * (reading is then off). */
+ssize_t fconn_read_event(struct front_conn *c, int *more, short *what);
+
+/* Plain TCP, after a read: while c consumes its input at once (a body it
+ * reads or skips, input dropped before a close), reads on in pieces of up
+ * to 64 KiB within the input buffer's cap, calling process after each.
+ * Returns 0, or -1 at EOF or on a read error with *what set for the event
+ * callback (reading is then off). No-op on TLS. */
 int fconn_read_bulk(struct front_conn *c, void (*process)(struct front_conn *c), short *what);
 
 /* Plain TCP: writes queued output now unless libevent is already waiting
