@@ -388,7 +388,7 @@ static void xfer_read(struct upstream_xfer *x)
 		up_xfer_arm(x);
 		return;
 	case UP_FEED_PAUSED:
-		bufferevent_disable(x->conn->bev, EV_READ);
+		up_conn_read(x->conn, 0);
 		up_xfer_arm(x);
 		return;
 	case UP_FEED_DONE:
@@ -478,7 +478,11 @@ void up_xfer_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_CONNECTED) {
-		x->conn->connected = 1;
+		if (up_conn_connected(x->conn) < 0) {
+			xfer_fail(x, UPSTREAM_ERROR, "out of memory");
+			xfer_leave(x);
+			return;
+		}
 		if (x->dns_connect) {
 			int one = 1;
 			evutil_socket_t fd = bufferevent_getfd(bev);
@@ -558,7 +562,7 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 			x->resume_recv = 0;
 			switch (up_parse_flush_held(x)) {
 			case UP_FEED_MORE:
-				bufferevent_enable(x->conn->bev, EV_READ);
+				up_conn_read(x->conn, 1);
 				xfer_read(x);
 				break;
 			case UP_FEED_FAILED:

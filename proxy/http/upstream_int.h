@@ -19,6 +19,8 @@
 #define UP_BODY_PIECE   ((size_t)64 * 1024)
 #define UP_SEND_WINDOW  ((size_t)128 * 1024)
 #define UP_SEND_ROUNDS  4   /* windows written per loop turn at most */
+/* Response bytes read at once on a plain connection (one 32 KiB chain). */
+#define UP_READ         ((size_t)32 * 1024 - 128)
 /* A response head larger than this is a bad response (libcurl's limit). */
 #define UP_HEAD_MAX     ((size_t)100 * 1024)
 /* A pooled connection unused this long is closed (libcurl: 118 s). */
@@ -56,6 +58,13 @@ struct up_conn {
 	char *origin;                /* "http://host:port": the pool key */
 	unsigned long served;        /* responses completed on it */
 	int connected;
+	int tls;
+	/* plain TCP once connected: reads on rd (upstream_conn.c) instead of
+	 * libevent's, which asks FIONREAD before every readv; idle_timer
+	 * closes it after UP_IDLE_CONN_MS in the pool */
+	struct event *rd;
+	struct event *idle_timer;
+	int rd_on;
 };
 
 /* The parsed target of a transfer. */
@@ -127,6 +136,13 @@ int up_conn_attach(struct upstream_xfer *x, int fresh, enum upstream_result *res
 /* Takes the connection away from x: pooled if keep is set and it may be
  * (or closed), else closed. */
 void up_conn_release(struct upstream_xfer *x, int keep);
+
+/* The connection of x connected: plain TCP reads on its own event from
+ * here on. Returns 0, or -1 when out of memory. */
+int up_conn_connected(struct up_conn *c);
+
+/* Turns reading on c on or off. */
+void up_conn_read(struct up_conn *c, int on);
 
 /* Closes every pooled connection. */
 void up_pool_clear(struct upstream *u);
