@@ -51,6 +51,10 @@ struct front_conn {
 	struct event *rd;     /* plain TCP: the socket's read event (front_io.c);
 			       * NULL on TLS, where the bufferevent reads */
 	int rd_want;          /* reading is on (EOF, an error turn it off) */
+	int kicked;           /* kick is active */
+	int busy;             /* in a callback that processes and settles
+			       * before it returns: a kick is done there */
+	int rekick;           /* a kick was asked for while busy */
 	int rd_added;         /* rd is added: rd_want and the input has room */
 	char peer[64];
 	enum conn_state state;
@@ -93,13 +97,18 @@ struct front_conn {
 	/* the body's rate clock: started when the body is asked for, moved on
 	 * by the time reading was paused for back-pressure (t_pause: since when) */
 	int64_t t_body, t_pause;
+	/* the deadline the timer is set for (0: not set); a later one waits
+	 * for it to fire: conn_timeout_cb looks again and sets it anew */
+	int64_t t_armed;
 };
 
-/* Monotonic milliseconds. */
+/* Monotonic milliseconds (the coarse clock: a few ms of resolution). */
 int64_t front_now_ms(void);
 /* The reason phrase of an HTTP status. */
 const char *front_status_reason(int status);
-/* Schedules conn_process on the loop (never recursively). */
+/* Schedules conn_process and conn_settle on the loop (never recursively):
+ * a callback of c's own that processes and settles anyway does them once
+ * more before it returns instead. */
 void fconn_kick(struct front_conn *c);
 /* Bytes queued for the client. */
 size_t fconn_outlen(const struct front_conn *c);

@@ -779,8 +779,9 @@ struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_r
 	u->xfers = x;
 	x->linked = 1;
 	u->active++;
-	up_xfer_arm(x);
-	xfer_kick(x); /* the connection and the first bytes on the loop's next turn */
+	/* the connection and the first bytes on the loop's next turn (the
+	 * timer is armed there, for the phase it is in) */
+	xfer_kick(x);
 	return x;
 nomem:
 	snprintf(err, errlen, "out of memory");

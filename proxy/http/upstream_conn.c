@@ -79,9 +79,40 @@ static void idle_event_cb(struct bufferevent *bev, short what, void *arg)
 	conn_free(arg);
 }
 
+/* The idle timer of a plain connection: set when it first goes to the
+ * pool and left running while it serves (no timer work per request); when
+ * it fires, a connection idle for UP_IDLE_CONN_MS is closed, one idle for
+ * less waits the rest, a busy one lets it go until it is pooled again.
+ * Time by the loop's cached clock: this only reaps idle sockets. */
+static int64_t cached_ms(struct upstream *u)
+{
+	struct timeval tv;
+
+	if (event_base_gettimeofday_cached(u->base, &tv) < 0)
+		return 0;
+	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+static void idle_timer_set(struct up_conn *c, int64_t ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	evtimer_add(c->idle_timer, &tv);
+}
+
 static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
-	conn_free(arg);
+	struct up_conn *c = arg;
+	int64_t idle;
+
+	if (c->x)
+		return;
+	idle = cached_ms(c->u) - c->idle_since;
+	if (idle >= 0 && idle < UP_IDLE_CONN_MS) {
+		idle_timer_set(c, UP_IDLE_CONN_MS - idle);
+		return;
+	}
+	conn_free(c);
 }
 
 /* Plain TCP: one read into the input buffer, as libevent's but without its
@@ -193,10 +224,13 @@ static void pool_push(struct upstream *u, struct up_conn *c)
 	struct timeval tv = { UP_IDLE_CONN_MS / 1000, (UP_IDLE_CONN_MS % 1000) * 1000 };
 
 	bufferevent_setcb(c->bev, idle_read_cb, NULL, idle_event_cb, c);
-	if (c->rd)
-		evtimer_add(c->idle_timer, &tv);
-	else
+	if (c->rd) {
+		c->idle_since = cached_ms(u);
+		if (!evtimer_pending(c->idle_timer, NULL))
+			idle_timer_set(c, UP_IDLE_CONN_MS);
+	} else {
 		bufferevent_set_timeouts(c->bev, &tv, NULL);
+	}
 	up_conn_read(c, 1);
 	c->prev = NULL;
 	c->next = u->idle;
@@ -477,9 +511,7 @@ int up_conn_attach(struct upstream_xfer *x, int fresh, enum upstream_result *res
 		c->x = x;
 		x->conn = c;
 		x->reused = c->served > 0;
-		if (c->rd)
-			evtimer_del(c->idle_timer);
-		else
+		if (!c->rd) /* plain: the idle timer stays (idle_timer_cb) */
 			bufferevent_set_timeouts(c->bev, NULL, NULL);
 		bufferevent_setcb(c->bev, up_xfer_read_cb, up_xfer_write_cb, up_xfer_event_cb, x);
 		bufferevent_setwatermark(c->bev, EV_WRITE, UP_SEND_WINDOW / 2, 0);

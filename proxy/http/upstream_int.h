@@ -61,9 +61,11 @@ struct up_conn {
 	int tls;
 	/* plain TCP once connected: reads on rd (upstream_conn.c) instead of
 	 * libevent's, which asks FIONREAD before every readv; idle_timer
-	 * closes it after UP_IDLE_CONN_MS in the pool */
+	 * closes it after UP_IDLE_CONN_MS in the pool (left running while
+	 * busy: see idle_timer_cb) */
 	struct event *rd;
 	struct event *idle_timer;
+	int64_t idle_since;          /* when it last went to the pool (ms) */
 	int rd_on;
 };
 
