@@ -27,6 +27,7 @@
 #define UP_IDLE_CONN_MS 118000L
 
 struct evdns_base;
+struct up_last_target;
 
 /* A growable byte string with a hard cap. */
 struct up_str {
@@ -43,6 +44,7 @@ struct upstream {
 	char *tls_origin;            /* the origin tls_session belongs to */
 	struct evdns_base *dns;      /* made at the first host name */
 	struct upstream_xfer *xfers; /* every transfer not yet freed */
+	struct up_last_target *last_target; /* upstream_head.c's shortcut */
 	struct up_conn *idle;        /* pooled connections, most recent first */
 	size_t n_idle;
 	size_t active;
@@ -72,7 +74,7 @@ struct up_conn {
 /* The parsed target of a transfer. */
 struct up_target {
 	char *origin;   /* "https://host:port" */
-	char *host;     /* without brackets */
+	char *host;     /* without brackets; in origin's block */
 	uint16_t port;
 	int tls;
 };
@@ -95,6 +97,7 @@ struct upstream_xfer {
 	struct event *timer;         /* connect / expect / first byte / idle */
 	struct event *total;         /* total_timeout_ms, or NULL */
 	struct event *kick;          /* deferred work on the loop */
+	/* timer and kick are in x's own allocation, after x (upstream_start) */
 	struct evbuffer *held;       /* body bytes on_body did not take */
 	http_parser hp;
 	struct front_hdrs hdrs;      /* the response head being parsed */
@@ -123,6 +126,7 @@ struct upstream_xfer {
 	unsigned linked : 1;        /* in u->xfers */
 	unsigned dns_connect : 1;   /* connecting by name: TCP_NODELAY once connected */
 	unsigned eof_seen : 1;      /* the peer closed; parsed once resumed */
+	unsigned events_off : 1;    /* timer and kick deleted (finished) */
 	enum upstream_result fail;   /* set by the parser callbacks */
 	char detail[256];
 };
@@ -180,6 +184,16 @@ enum up_feed up_parse_flush_held(struct upstream_xfer *x);
 
 /* Frees what the parser holds. */
 void up_parse_clear(struct upstream_xfer *x);
+
+/* ---- upstream_head.c ----------------------------------------------------- */
+
+/* Sets x->t from req->url and builds x->head (x->body_length and
+ * x->want_expect set). Returns 0, -1 for a URL that is not one, -2 on
+ * ENOMEM. */
+int up_head_make(struct upstream_xfer *x, const struct upstream_request *req);
+
+/* Frees what upstream_head.c remembers of u. */
+void up_head_forget(struct upstream *u);
 
 /* ---- upstream.c ---------------------------------------------------------- */
 
