@@ -1,8 +1,8 @@
 /* front.c — the HTTP/1.1 front end's connections: accepting (bounded by
  * max_connections), one request at a time per connection (pipelined ones
  * wait in the input buffer), keep-alive, 100-continue, every timeout and
- * the body's minimum rate, bounded buffers, lingering close, draining on
- * shutdown. Parsing is front_parse.c, the writes the proxy asks for are
+ * the body's minimum rate, bounded buffers, lingering close. The server
+ * (listeners, draining, freeing) is front_server.c. Parsing is front_parse.c, the writes the proxy asks for are
  * front_send.c; it never looks at what a request means: that is proxy.c's
  * job through struct front_ops. */
 #include "front_int.h"
@@ -113,8 +113,7 @@ static void conn_free_parts(struct front_conn *c)
 	free(c);
 }
 
-/* Frees c, telling the proxy first if it still holds a request. */
-static void conn_free(struct front_conn *c, enum front_abort why)
+void fconn_free(struct front_conn *c, enum front_abort why)
 {
 	struct front_server *s = c->srv;
 	void *req = c->req;
@@ -389,7 +388,7 @@ static int conn_settle(struct front_conn *c)
 	int what = 0;
 
 	if (c->dead) {
-		conn_free(c, c->dead_why);
+		fconn_free(c, c->dead_why);
 		return -1;
 	}
 	fconn_flush(c);
@@ -397,7 +396,7 @@ static int conn_settle(struct front_conn *c)
 		int fd = bufferevent_getfd(c->bev);
 
 		if (c->eof || fd < 0 || shutdown(fd, SHUT_WR) < 0) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return -1;
 		}
 		c->state = CONN_LINGER;
@@ -405,13 +404,13 @@ static int conn_settle(struct front_conn *c)
 		fconn_read_enable(c, 1);
 	}
 	if (c->state == CONN_LINGER && (c->eof || c->lingered > LINGER_MAX)) {
-		conn_free(c, FRONT_ABORT_CLIENT_GONE);
+		fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 		return -1;
 	}
 	if (c->state == CONN_IDLE && c->eof && !front_parser_in_head(c->parser) &&
 	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
 		if (fconn_outlen(c) == 0) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return -1;
 		}
 		fconn_close_after_flush(c);
@@ -421,7 +420,7 @@ static int conn_settle(struct front_conn *c)
 		c->want_drain = 0;
 		s->ops.on_drain(c->req);
 		if (c->dead) {
-			conn_free(c, c->dead_why);
+			fconn_free(c, c->dead_why);
 			return -1;
 		}
 	}
@@ -599,22 +598,22 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 			log_debug("connection from \"%s\": %s", c->peer,
 				  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		}
-		conn_free(c, FRONT_ABORT_CLIENT_GONE);
+		fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
 		c->eof = 1;
 		conn_process(c);
 		if (c->state == CONN_LINGER || c->state == CONN_CLOSING) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return;
 		}
 		if (c->state == CONN_IDLE && front_parser_in_head(c->parser)) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return;
 		}
 		if ((c->state == CONN_REQUEST || c->state == CONN_DISCARD) && !c->body_done) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return;
 		}
 		/* a complete request was sent and the client half-closed: answer
@@ -635,8 +634,8 @@ static void output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 		fconn_kick(c);
 }
 
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-		      struct sockaddr *sa, int salen, void *arg)
+void fconn_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		     struct sockaddr *sa, int salen, void *arg)
 {
 	struct front_server *s = arg;
 	struct front_conn *c = calloc(1, sizeof(*c));
@@ -723,114 +722,3 @@ fail:
 	if (fd >= 0)
 		evutil_closesocket(fd);
 }
-
-struct front_server *front_server_new(struct event_base *base,
-				      const struct front_limits *limits,
-				      const struct front_ops *ops,
-				      char *err, size_t errlen)
-{
-	struct front_server *s = calloc(1, sizeof(*s));
-	char why[512];
-
-	if (!s || !(s->listen = listen_set_new(base, accept_cb, s))) {
-		free(s);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	s->base = base;
-	if (limits)
-		s->lim = *limits;
-	else
-		front_limits_default(&s->lim);
-	s->lim.max_connections = listen_connection_budget(s->lim.max_connections, why,
-							  sizeof(why));
-	if (why[0])
-		log_warn("limits.max_connections: \"%zu\": %s", s->lim.max_connections, why);
-	s->ops = *ops;
-	listen_set_reuse_port(s->listen, s->lim.reuse_port);
-	/* our own limits are lower; keep libhttp-parser's as a backstop */
-	if (s->lim.header_bytes + 1024 > 80 * 1024)
-		http_parser_set_max_header_size((uint32_t)(s->lim.header_bytes + 1024));
-	return s;
-}
-
-int front_server_listen(struct front_server *s, const char *addr, char *err, size_t errlen)
-{
-	return listen_set_add(s->listen, addr, err, errlen);
-}
-
-static void drain_timeout_cb(evutil_socket_t fd, short ev, void *arg)
-{
-	struct front_server *s = arg;
-
-	log_warn("drain time over: closing \"%zu\" connections", s->nconns);
-	while (s->conns)
-		conn_free(s->conns, FRONT_ABORT_SHUTDOWN);
-	if (s->drain_done) {
-		void (*done)(void *) = s->drain_done;
-
-		s->drain_done = NULL;
-		done(s->drain_arg);
-	}
-}
-
-void front_server_drain(struct front_server *s, long timeout_ms,
-			void (*done)(void *arg), void *arg)
-{
-	struct front_conn *c, *next;
-	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-
-	listen_set_close(s->listen);
-	s->draining = 1;
-	s->drain_done = done;
-	s->drain_arg = arg;
-	for (c = s->conns; c; c = next) {
-		next = c->next;
-		if (c->state == CONN_IDLE && !front_parser_in_head(c->parser) &&
-		    fconn_outlen(c) == 0)
-			conn_free(c, FRONT_ABORT_SHUTDOWN);
-	}
-	if (s->nconns == 0) {
-		if (s->drain_done) {
-			s->drain_done = NULL;
-			done(arg);
-		}
-		return;
-	}
-	s->drain_timer = evtimer_new(s->base, drain_timeout_cb, s);
-	if (s->drain_timer)
-		evtimer_add(s->drain_timer, &tv);
-}
-
-size_t front_server_conns(const struct front_server *s)
-{
-	return __atomic_load_n(&s->nconns, __ATOMIC_RELAXED); /* any thread */
-}
-
-unsigned long long front_server_accepted(const struct front_server *s)
-{
-	return __atomic_load_n(&s->accepted, __ATOMIC_RELAXED);
-}
-
-void front_server_free(struct front_server *s)
-{
-	if (!s)
-		return;
-	s->drain_done = NULL;
-	while (s->conns)
-		conn_free(s->conns, FRONT_ABORT_SHUTDOWN);
-	listen_set_free(s->listen);
-	if (s->drain_timer)
-		event_free(s->drain_timer);
-	SSL_CTX_free(s->tls);
-	free(s);
-}
-
-void front_server_set_tls(struct front_server *s, SSL_CTX *ctx)
-{
-	if (ctx)
-		SSL_CTX_up_ref(ctx);
-	SSL_CTX_free(s->tls);
-	s->tls = ctx;
-}
-

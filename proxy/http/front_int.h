@@ -1,8 +1,8 @@
 /* front_int.h — what the front end's connection files share (front.c:
- * connections, timeouts, accepting, the server; front_send.c: the writes
- * the proxy asks for; front_io.c: large reads and immediate writes on
- * plain TCP): the connection and server structs and the helpers they
- * call. Internal to proxy/http/front*.c. */
+ * connections, timeouts, accepting; front_server.c: the server;
+ * front_send.c: the writes the proxy asks for; front_io.c: reads and
+ * immediate writes on plain TCP): the connection and server structs and
+ * the helpers they call. Internal to proxy/http/front*.c. */
 #ifndef FENCE_FRONT_INT_H
 #define FENCE_FRONT_INT_H
 
@@ -101,6 +101,14 @@ struct front_conn {
 	 * for it to fire: conn_timeout_cb looks again and sets it anew */
 	int64_t t_armed;
 };
+
+/* Frees c, telling the proxy first if it still holds a request. */
+void fconn_free(struct front_conn *c, enum front_abort why);
+/* The listeners' callback: a new connection (front.c). */
+struct evconnlistener;
+struct sockaddr;
+void fconn_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		     struct sockaddr *sa, int salen, void *arg);
 
 /* Monotonic milliseconds (the coarse clock: a few ms of resolution). */
 int64_t front_now_ms(void);
