@@ -14,12 +14,13 @@
 #include "front_int.h"
 
 #include <errno.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <event2/buffer.h>
 
 #define BULK_READ     ((size_t)64 * 1024)
-#define HEAD_READ     ((size_t)16 * 1024 - 128) /* one 16 KiB chain */
+#define HEAD_READ     ((size_t)16 * 1024) /* through a stack buffer */
 #define BULK_ROUNDS   4      /* reads per read event at most (fairness) */
 
 /* 1 while what arrives is consumed at once: a body the proxy asked for
@@ -34,7 +35,7 @@ static int wants_bulk(const struct front_conn *c)
 	return c->state == CONN_CLOSING || c->state == CONN_LINGER;
 }
 
-/* One readv into the input buffer: as much as the buffer's cap leaves room
+/* One read into the input buffer: as much as the buffer's cap leaves room
  * for, at most max. Returns the bytes read; 0 when there was no room
  * or nothing to read; -1 at EOF or on an error, with *what set for the
  * event callback (BEV_EVENT_READING | EOF or ERROR). */
@@ -55,6 +56,23 @@ static ssize_t read_once(struct front_conn *c, size_t max, size_t *asked, short 
 		room = max;
 	if (room == 0 || fd < 0)
 		return 0;
+	if (room <= HEAD_READ) {
+		/* a head (or the start of a body): small, usually; read on the
+		 * stack and copied into a chain of its size: cheaper than a
+		 * chain of 16 KiB from malloc for every read */
+		char buf[HEAD_READ];
+
+		do
+			n = recv(fd, buf, room, 0);
+		while (n < 0 && errno == EINTR);
+		if (n > 0) {
+			evbuffer_unfreeze(in, 0);
+			if (evbuffer_add(in, buf, (size_t)n) < 0)
+				n = -1;
+			evbuffer_freeze(in, 0);
+		}
+		goto out;
+	}
 	/* the bufferevent keeps the input's end frozen between its reads */
 	evbuffer_unfreeze(in, 0);
 	nv = evbuffer_reserve_space(in, (ev_ssize_t)room, v, 2);
@@ -81,6 +99,7 @@ static ssize_t read_once(struct front_conn *c, size_t max, size_t *asked, short 
 		evbuffer_commit_space(in, v, nv);
 	}
 	evbuffer_freeze(in, 0);
+out:
 	*asked = room;
 	if (n > 0)
 		return n;

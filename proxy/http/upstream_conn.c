@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -121,38 +120,24 @@ static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
 static ssize_t rd_once(struct up_conn *c, evutil_socket_t fd)
 {
 	struct evbuffer *in = bufferevent_get_input(c->bev);
-	struct evbuffer_iovec v[2];
-	struct iovec iov[2];
+	char buf[UP_READ]; /* copied into a chain of its size: cheaper than
+			    * a large chain from malloc for every read */
 	ssize_t n;
-	int nv;
 
-	/* the bufferevent keeps the input's end frozen between its reads */
-	evbuffer_unfreeze(in, 0);
-	nv = evbuffer_reserve_space(in, (ev_ssize_t)UP_READ, v, 2);
-	if (nv <= 0) {
-		evbuffer_freeze(in, 0);
-		errno = ENOMEM;
-		return -1;
-	}
-	for (int i = 0; i < nv; i++) {
-		iov[i].iov_base = v[i].iov_base;
-		iov[i].iov_len = v[i].iov_len;
-	}
 	do
-		n = readv(fd, iov, nv);
+		n = recv(fd, buf, sizeof(buf), 0);
 	while (n < 0 && errno == EINTR);
-	if (n > 0) {
-		size_t got = (size_t)n;
-
-		for (int i = 0; i < nv; i++) {
-			v[i].iov_len = got < iov[i].iov_len ? got : iov[i].iov_len;
-			got -= v[i].iov_len;
-		}
-		evbuffer_commit_space(in, v, nv);
-	}
-	evbuffer_freeze(in, 0);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return -2;
+	if (n > 0) {
+		/* the bufferevent keeps the input's end frozen between its reads */
+		evbuffer_unfreeze(in, 0);
+		if (evbuffer_add(in, buf, (size_t)n) < 0) {
+			n = -1;
+			errno = ENOMEM;
+		}
+		evbuffer_freeze(in, 0);
+	}
 	return n;
 }
 

@@ -19,8 +19,8 @@
 #define UP_BODY_PIECE   ((size_t)64 * 1024)
 #define UP_SEND_WINDOW  ((size_t)128 * 1024)
 #define UP_SEND_ROUNDS  4   /* windows written per loop turn at most */
-/* Response bytes read at once on a plain connection (one 32 KiB chain). */
-#define UP_READ         ((size_t)32 * 1024 - 128)
+/* Response bytes read at once on a plain connection (a stack buffer). */
+#define UP_READ         ((size_t)16 * 1024)
 /* A response head larger than this is a bad response (libcurl's limit). */
 #define UP_HEAD_MAX     ((size_t)100 * 1024)
 /* A pooled connection unused this long is closed (libcurl: 118 s). */
