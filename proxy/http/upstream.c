@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -121,11 +122,37 @@ static void xfer_fail(struct upstream_xfer *x, enum upstream_result res, const c
 	xfer_finish(x, res, detail, 0);
 }
 
+/* Monotonic milliseconds, from the clock the kernel keeps per tick: every
+ * timeout here is seconds long (or tens of ms in tests). */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void timer_set(struct upstream_xfer *x, int64_t now)
+{
+	int64_t ms = x->t_due - now;
+	struct timeval tv;
+
+	if (ms < 0)
+		ms = 0;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	if (evtimer_add(x->timer, &tv) == 0)
+		x->t_armed = x->t_due;
+}
+
+/* The timer is only ever moved earlier: a later deadline (progress) is
+ * noted in t_due and the timer, when it fires, sets itself anew for it;
+ * no deadline (paused) lets it fire for nothing. */
 void up_xfer_arm(struct upstream_xfer *x)
 {
 	const struct upstream_config *c = &x->u->cfg;
 	long ms;
-	struct timeval tv;
+	int64_t now;
 
 	if (x->dead)
 		return;
@@ -138,12 +165,13 @@ void up_xfer_arm(struct upstream_xfer *x)
 	else
 		ms = x->send_paused ? 0 : c->first_byte_timeout_ms;
 	if (ms <= 0) {
-		evtimer_del(x->timer);
+		x->t_due = 0;
 		return;
 	}
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(x->timer, &tv);
+	now = mono_ms();
+	x->t_due = now + ms;
+	if (!x->t_armed || x->t_due < x->t_armed)
+		timer_set(x, now);
 }
 
 static void xfer_kick(struct upstream_xfer *x)
@@ -523,7 +551,13 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	const char *detail;
 
 	xfer_enter(x);
-	if (x->dead) {
+	x->t_armed = 0;
+	if (x->dead || !x->t_due) {
+		xfer_leave(x);
+		return;
+	}
+	if (mono_ms() < x->t_due) { /* progress since it was set */
+		timer_set(x, mono_ms());
 		xfer_leave(x);
 		return;
 	}

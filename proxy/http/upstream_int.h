@@ -95,6 +95,8 @@ struct upstream_xfer {
 	int64_t body_length;         /* -1 none, -2 chunked, >= 0 exact */
 	int64_t body_taken;          /* bytes read_body gave */
 	struct event *timer;         /* connect / expect / first byte / idle */
+	int64_t t_due;               /* its deadline (monotonic ms), 0: none */
+	int64_t t_armed;             /* the deadline it is set for, 0: not set */
 	struct event *total;         /* total_timeout_ms, or NULL */
 	struct event *kick;          /* deferred work on the loop */
 	/* timer and kick are in x's own allocation, after x (upstream_start) */
@@ -202,7 +204,7 @@ void up_xfer_read_cb(struct bufferevent *bev, void *arg);
 void up_xfer_write_cb(struct bufferevent *bev, void *arg);
 void up_xfer_event_cb(struct bufferevent *bev, short what, void *arg);
 
-/* (Re)arms the transfer's timer for its phase. */
+/* (Re)starts the transfer's timer for its phase (progress). */
 void up_xfer_arm(struct upstream_xfer *x);
 
 #endif

@@ -339,6 +339,18 @@ static void sc_stall_body(struct srv *s, struct sconn *c, int i)
 	}
 }
 
+/* the body a byte at a time, each 60 ms apart: 600 ms in all */
+static void sc_trickle(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0) {
+		s_puts(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n");
+		for (int k = 0; k < 10; k++) {
+			usleep(60 * 1000);
+			s_puts(c, "x");
+		}
+	}
+}
+
 #define BIG (1024 * 1024 + 17)
 
 /* reads a big body, answers a big body */
@@ -569,6 +581,8 @@ static const struct row rows[] = {
 	  150, 0, 0, 0, 0, 0, 0, UPSTREAM_TIMEOUT, 0, "", 0, 1, 1 },
 	{ "response body stalls: idle timeout", sc_stall_body, "GET", "/z", -1, 0, 0, 1,
 	  0, 150, 0, 0, 0, 0, 0, UPSTREAM_TIMEOUT, 200, "abc", 0, 1, 1 },
+	{ "a body that trickles, each gap under the idle timeout: no timeout", sc_trickle, "GET",
+	  "/y", -1, 0, 0, 1, 0, 150, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "xxxxxxxxxx", 0, 1, 1 },
 	{ "HTTP/1.0 without keep-alive: not reused", sc_http10, "GET", "/o", -1, 0, 0, 2,
 	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 2, 2 },
 	{ "1 MiB both ways, paused both ways", sc_big, "PUT", "/b", BIG, 0, 0, 2,
