@@ -2,8 +2,9 @@
  * max_connections), one request at a time per connection (pipelined ones
  * wait in the input buffer), keep-alive, 100-continue, every timeout and
  * the body's minimum rate, bounded buffers, lingering close. The server
- * (listeners, draining, freeing) is front_server.c. Parsing is front_parse.c, the writes the proxy asks for are
- * front_send.c; it never looks at what a request means: that is proxy.c's
+ * (listeners, draining, freeing) is front_server.c, parsing front_parse.c,
+ * the writes the proxy asks for front_send.c, plain TCP reads and writes
+ * front_io.c; it never looks at what a request means: that is proxy.c's
  * job through struct front_ops. */
 #include "front_int.h"
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -81,15 +82,13 @@ static void idle_event_cb(struct bufferevent *bev, short what, void *arg)
 /* The idle timer of a plain connection: set when it first goes to the
  * pool and left running while it serves (no timer work per request); when
  * it fires, a connection idle for UP_IDLE_CONN_MS is closed, one idle for
- * less waits the rest, a busy one lets it go until it is pooled again.
- * Time by the loop's cached clock: this only reaps idle sockets. */
-static int64_t cached_ms(struct upstream *u)
+ * less waits the rest, a busy one lets it go until it is pooled again. */
+static int64_t mono_ms(void)
 {
-	struct timeval tv;
+	struct timespec ts;
 
-	if (event_base_gettimeofday_cached(u->base, &tv) < 0)
-		return 0;
-	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void idle_timer_set(struct up_conn *c, int64_t ms)
@@ -106,7 +105,7 @@ static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (c->x)
 		return;
-	idle = cached_ms(c->u) - c->idle_since;
+	idle = mono_ms() - c->idle_since;
 	if (idle >= 0 && idle < UP_IDLE_CONN_MS) {
 		idle_timer_set(c, UP_IDLE_CONN_MS - idle);
 		return;
@@ -210,7 +209,7 @@ static void pool_push(struct upstream *u, struct up_conn *c)
 
 	bufferevent_setcb(c->bev, idle_read_cb, NULL, idle_event_cb, c);
 	if (c->rd) {
-		c->idle_since = cached_ms(u);
+		c->idle_since = mono_ms();
 		if (!evtimer_pending(c->idle_timer, NULL))
 			idle_timer_set(c, UP_IDLE_CONN_MS);
 	} else {
