@@ -20,7 +20,8 @@
 #include <event2/buffer.h>
 
 #define BULK_READ     ((size_t)64 * 1024)
-#define HEAD_READ     ((size_t)16 * 1024) /* through a stack buffer */
+#define HEAD_READ     ((size_t)4096) /* through a stack buffer (as much as
+					* libevent's reads); more goes by BULK_READ */
 #define BULK_ROUNDS   4      /* reads per read event at most (fairness) */
 
 /* 1 while what arrives is consumed at once: a body the proxy asked for
@@ -59,7 +60,7 @@ static ssize_t read_once(struct front_conn *c, size_t max, size_t *asked, short 
 	if (room <= HEAD_READ) {
 		/* a head (or the start of a body): small, usually; read on the
 		 * stack and copied into a chain of its size: cheaper than a
-		 * chain of 16 KiB from malloc for every read */
+		 * chain from malloc for every read */
 		char buf[HEAD_READ];
 
 		do

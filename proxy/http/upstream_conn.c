@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -114,29 +115,56 @@ static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Plain TCP: one read into the input buffer, as libevent's but without its
- * FIONREAD. Returns the bytes read, 0 at EOF, -1 on an error (errno
- * kept), -2 when there was nothing to read. */
+ * FIONREAD: through a stack buffer copied into a chain of its size (a
+ * response head, a small body), or, after a read that filled it, straight
+ * into up to UP_READ_BIG reserved in the buffer (a large body: no copy).
+ * Returns the bytes read, 0 at EOF, -1 on an error (errno kept), -2 when
+ * there was nothing to read. */
 static ssize_t rd_once(struct up_conn *c, evutil_socket_t fd)
 {
 	struct evbuffer *in = bufferevent_get_input(c->bev);
-	char buf[UP_READ]; /* copied into a chain of its size: cheaper than
-			    * a large chain from malloc for every read */
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
+	char buf[UP_READ];
+	size_t asked = sizeof(buf);
 	ssize_t n;
+	int nv = 0;
 
+	/* the bufferevent keeps the input's end frozen between its reads */
+	evbuffer_unfreeze(in, 0);
+	if (c->rd_big) {
+		nv = evbuffer_reserve_space(in, (ev_ssize_t)UP_READ_BIG, v, 2);
+		if (nv <= 0) {
+			evbuffer_freeze(in, 0);
+			errno = ENOMEM;
+			return -1;
+		}
+		asked = 0;
+		for (int i = 0; i < nv; i++) {
+			iov[i].iov_base = v[i].iov_base;
+			iov[i].iov_len = v[i].iov_len;
+			asked += v[i].iov_len;
+		}
+	}
 	do
-		n = recv(fd, buf, sizeof(buf), 0);
+		n = nv ? readv(fd, iov, nv) : recv(fd, buf, sizeof(buf), 0);
 	while (n < 0 && errno == EINTR);
+	if (n > 0 && nv) {
+		size_t got = (size_t)n;
+
+		for (int i = 0; i < nv; i++) {
+			v[i].iov_len = got < iov[i].iov_len ? got : iov[i].iov_len;
+			got -= v[i].iov_len;
+		}
+		evbuffer_commit_space(in, v, nv);
+	} else if (n > 0 && evbuffer_add(in, buf, (size_t)n) < 0) {
+		n = -1;
+		errno = ENOMEM;
+	}
+	evbuffer_freeze(in, 0);
+	c->rd_big = n > 0 && (size_t)n == asked;
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return -2;
-	if (n > 0) {
-		/* the bufferevent keeps the input's end frozen between its reads */
-		evbuffer_unfreeze(in, 0);
-		if (evbuffer_add(in, buf, (size_t)n) < 0) {
-			n = -1;
-			errno = ENOMEM;
-		}
-		evbuffer_freeze(in, 0);
-	}
 	return n;
 }
 
@@ -208,6 +236,7 @@ static void pool_push(struct upstream *u, struct up_conn *c)
 	struct timeval tv = { UP_IDLE_CONN_MS / 1000, (UP_IDLE_CONN_MS % 1000) * 1000 };
 
 	bufferevent_setcb(c->bev, idle_read_cb, NULL, idle_event_cb, c);
+	c->rd_big = 0; /* the next response starts small */
 	if (c->rd) {
 		c->idle_since = mono_ms();
 		if (!evtimer_pending(c->idle_timer, NULL))

@@ -19,8 +19,10 @@
 #define UP_BODY_PIECE   ((size_t)64 * 1024)
 #define UP_SEND_WINDOW  ((size_t)128 * 1024)
 #define UP_SEND_ROUNDS  4   /* windows written per loop turn at most */
-/* Response bytes read at once on a plain connection (a stack buffer). */
+/* Response bytes read at once on a plain connection: through a stack
+ * buffer, or, while reads fill it, straight into the input buffer. */
 #define UP_READ         ((size_t)16 * 1024)
+#define UP_READ_BIG     ((size_t)64 * 1024 - 256)
 /* A response head larger than this is a bad response (libcurl's limit). */
 #define UP_HEAD_MAX     ((size_t)100 * 1024)
 /* A pooled connection unused this long is closed (libcurl: 118 s). */
@@ -69,6 +71,7 @@ struct up_conn {
 	struct event *idle_timer;
 	int64_t idle_since;          /* when it last went to the pool (ms) */
 	int rd_on;
+	int rd_big;                  /* the last read filled what it asked */
 };
 
 /* The parsed target of a transfer. */
