@@ -1,9 +1,10 @@
 /* front.c — the HTTP/1.1 front end's connections: accepting (bounded by
  * max_connections), one request at a time per connection (pipelined ones
  * wait in the input buffer), keep-alive, 100-continue, every timeout and
- * the body's minimum rate, bounded buffers, lingering close, draining on
- * shutdown. Parsing is front_parse.c, the writes the proxy asks for are
- * front_send.c; it never looks at what a request means: that is proxy.c's
+ * the body's minimum rate, bounded buffers, lingering close. The server
+ * (listeners, draining, freeing) is front_server.c, parsing front_parse.c,
+ * the writes the proxy asks for front_send.c, plain TCP reads and writes
+ * front_io.c; it never looks at what a request means: that is proxy.c's
  * job through struct front_ops. */
 #include "front_int.h"
 
@@ -40,7 +41,9 @@ int64_t front_now_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* every timeout is seconds long: the clock the kernel keeps per tick
+	 * is plenty, and cheaper to read */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -83,8 +86,12 @@ static const char *status_code_name(int status)
 
 void fconn_kick(struct front_conn *c)
 {
-	if (!event_pending(c->kick, EV_TIMEOUT, NULL))
-		event_active(c->kick, 0, 0);
+	if (c->busy) {
+		c->rekick = 1;
+	} else if (!c->kicked) {
+		c->kicked = 1;
+		event_active(c->kick, EV_TIMEOUT, 1);
+	}
 }
 
 size_t fconn_outlen(const struct front_conn *c)
@@ -95,6 +102,8 @@ size_t fconn_outlen(const struct front_conn *c)
 /* Frees what c owns (each part may be missing) and c itself. */
 static void conn_free_parts(struct front_conn *c)
 {
+	if (c->rd)
+		event_free(c->rd); /* before the bufferevent closes the socket */
 	if (c->bev)
 		bufferevent_free(c->bev);
 	if (c->timer)
@@ -105,8 +114,7 @@ static void conn_free_parts(struct front_conn *c)
 	free(c);
 }
 
-/* Frees c, telling the proxy first if it still holds a request. */
-static void conn_free(struct front_conn *c, enum front_abort why)
+void fconn_free(struct front_conn *c, enum front_abort why)
 {
 	struct front_server *s = c->srv;
 	void *req = c->req;
@@ -139,7 +147,7 @@ void fconn_close_after_flush(struct front_conn *c)
 		c->state = CONN_CLOSING;
 	/* keep reading (and dropping) so unread input cannot turn the close
 	 * into a reset that destroys the response in flight */
-	bufferevent_enable(c->bev, EV_READ);
+	fconn_read_enable(c, 1);
 	fconn_kick(c);
 }
 
@@ -381,7 +389,7 @@ static int conn_settle(struct front_conn *c)
 	int what = 0;
 
 	if (c->dead) {
-		conn_free(c, c->dead_why);
+		fconn_free(c, c->dead_why);
 		return -1;
 	}
 	fconn_flush(c);
@@ -389,21 +397,21 @@ static int conn_settle(struct front_conn *c)
 		int fd = bufferevent_getfd(c->bev);
 
 		if (c->eof || fd < 0 || shutdown(fd, SHUT_WR) < 0) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return -1;
 		}
 		c->state = CONN_LINGER;
 		c->t_linger = front_now_ms();
-		bufferevent_enable(c->bev, EV_READ);
+		fconn_read_enable(c, 1);
 	}
 	if (c->state == CONN_LINGER && (c->eof || c->lingered > LINGER_MAX)) {
-		conn_free(c, FRONT_ABORT_CLIENT_GONE);
+		fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 		return -1;
 	}
 	if (c->state == CONN_IDLE && c->eof && !front_parser_in_head(c->parser) &&
 	    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
 		if (fconn_outlen(c) == 0) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return -1;
 		}
 		fconn_close_after_flush(c);
@@ -413,12 +421,14 @@ static int conn_settle(struct front_conn *c)
 		c->want_drain = 0;
 		s->ops.on_drain(c->req);
 		if (c->dead) {
-			conn_free(c, c->dead_why);
+			fconn_free(c, c->dead_why);
 			return -1;
 		}
 	}
+	/* the timer is only ever moved earlier: no timer work per request
+	 * while the deadline moves on (see t_armed) */
 	deadline = conn_deadline(c, &what);
-	if (deadline) {
+	if (deadline && (!c->t_armed || deadline < c->t_armed)) {
 		int64_t wait = deadline - front_now_ms();
 		struct timeval tv;
 
@@ -426,10 +436,10 @@ static int conn_settle(struct front_conn *c)
 			wait = 0;
 		tv.tv_sec = wait / 1000;
 		tv.tv_usec = (wait % 1000) * 1000;
-		evtimer_add(c->timer, &tv);
-	} else {
-		evtimer_del(c->timer);
+		if (evtimer_add(c->timer, &tv) == 0)
+			c->t_armed = deadline;
 	}
+	fconn_read_sync(c);
 	return 0;
 }
 
@@ -439,6 +449,7 @@ static void conn_timeout_cb(evutil_socket_t fd, short ev, void *arg)
 	int what = 0;
 	int64_t deadline = conn_deadline(c, &what);
 
+	c->t_armed = 0;
 	if (!deadline || deadline > front_now_ms()) {
 		conn_settle(c);
 		return;
@@ -479,12 +490,46 @@ static void conn_timeout_cb(evutil_socket_t fd, short ev, void *arg)
 	conn_settle(c);
 }
 
+/* The end of a callback that ran conn_process with c->busy set: settles,
+ * and while kicks were asked for meanwhile, processes and settles again
+ * (a few times; then through the loop, as a kick). */
+static void conn_settle_busy(struct front_conn *c)
+{
+	for (int round = 0;; round++) {
+		if (conn_settle(c) < 0)
+			return;
+		if (!c->rekick)
+			break;
+		c->rekick = 0;
+		if (round == 3) {
+			c->busy = 0;
+			fconn_kick(c);
+			return;
+		}
+		conn_process(c);
+	}
+	c->busy = 0;
+}
+
+/* Leaves busy without settling (the event callback settles or frees c):
+ * a kick asked for meanwhile goes through the loop. */
+static void conn_unbusy(struct front_conn *c)
+{
+	c->busy = 0;
+	if (c->rekick) {
+		c->rekick = 0;
+		fconn_kick(c);
+	}
+}
+
 static void conn_kick_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct front_conn *c = arg;
 
+	c->kicked = 0;
+	c->busy = 1;
 	conn_process(c);
-	conn_settle(c);
+	conn_settle_busy(c);
 }
 
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg);
@@ -494,12 +539,38 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	struct front_conn *c = arg;
 	short what = 0;
 
+	c->busy = 1;
 	conn_process(c);
 	if (fconn_read_bulk(c, conn_process, &what) < 0) {
+		conn_unbusy(c);
 		conn_event_cb(bev, what, c);
 		return;
 	}
-	conn_settle(c);
+	conn_settle_busy(c);
+}
+
+/* Plain TCP: the socket is readable (front_io.c reads). */
+static void conn_sock_read_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct front_conn *c = arg;
+	short what = 0;
+	int more;
+	ssize_t n = fconn_read_event(c, &more, &what);
+
+	if (n < 0) {
+		conn_event_cb(c->bev, what, c);
+		return;
+	}
+	if (n == 0)
+		return;
+	c->busy = 1;
+	conn_process(c);
+	if (more && fconn_read_bulk(c, conn_process, &what) < 0) {
+		conn_unbusy(c);
+		conn_event_cb(c->bev, what, c);
+		return;
+	}
+	conn_settle_busy(c);
 }
 
 static void conn_write_cb(struct bufferevent *bev, void *arg)
@@ -528,22 +599,22 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 			log_debug("connection from \"%s\": %s", c->peer,
 				  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		}
-		conn_free(c, FRONT_ABORT_CLIENT_GONE);
+		fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
 		c->eof = 1;
 		conn_process(c);
 		if (c->state == CONN_LINGER || c->state == CONN_CLOSING) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return;
 		}
 		if (c->state == CONN_IDLE && front_parser_in_head(c->parser)) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return;
 		}
 		if ((c->state == CONN_REQUEST || c->state == CONN_DISCARD) && !c->body_done) {
-			conn_free(c, FRONT_ABORT_CLIENT_GONE);
+			fconn_free(c, FRONT_ABORT_CLIENT_GONE);
 			return;
 		}
 		/* a complete request was sent and the client half-closed: answer
@@ -564,8 +635,8 @@ static void output_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 		fconn_kick(c);
 }
 
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-		      struct sockaddr *sa, int salen, void *arg)
+void fconn_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		     struct sockaddr *sa, int salen, void *arg)
 {
 	struct front_server *s = arg;
 	struct front_conn *c = calloc(1, sizeof(*c));
@@ -599,7 +670,9 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	c->timer = evtimer_new(s->base, conn_timeout_cb, c);
 	c->kick = event_new(s->base, -1, 0, conn_kick_cb, c);
-	if (!c->parser || !c->bev || !c->timer || !c->kick) {
+	if (!s->tls && c->bev && fconn_read_init(c, fd, conn_sock_read_cb) < 0)
+		c->rd = NULL;
+	if (!c->parser || !c->bev || !c->timer || !c->kick || (!s->tls && !c->rd)) {
 		if (c->bev)
 			fd = -1; /* closed with the bufferevent */
 		conn_free_parts(c);
@@ -629,14 +702,18 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->t_idle = front_now_ms();
 	c->t_write = c->t_idle;
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, s->lim.input_buffer);
 	bufferevent_setwatermark(c->bev, EV_WRITE, s->lim.output_buffer / 2, 0);
 	evbuffer_add_cb(bufferevent_get_output(c->bev), output_cb, c);
-	/* plain TCP: EV_WRITE only for what a write at once leaves (front_io.c) */
+	/* plain TCP: EV_WRITE only for what a write at once leaves, reads on
+	 * rd (front_io.c); the bufferevent's read event stays off */
 	c->write_armed = s->tls != NULL;
-	if (!s->tls)
+	if (s->tls) {
+		bufferevent_setwatermark(c->bev, EV_READ, 0, s->lim.input_buffer);
+		bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	} else {
 		bufferevent_disable(c->bev, EV_WRITE); /* a new bufferevent has it on */
-	bufferevent_enable(c->bev, s->tls ? EV_READ | EV_WRITE : EV_READ);
+		fconn_read_enable(c, 1);
+	}
 	log_debug("connection from \"%s\"", c->peer);
 	update_accepting(s);
 	conn_settle(c);
@@ -646,114 +723,3 @@ fail:
 	if (fd >= 0)
 		evutil_closesocket(fd);
 }
-
-struct front_server *front_server_new(struct event_base *base,
-				      const struct front_limits *limits,
-				      const struct front_ops *ops,
-				      char *err, size_t errlen)
-{
-	struct front_server *s = calloc(1, sizeof(*s));
-	char why[512];
-
-	if (!s || !(s->listen = listen_set_new(base, accept_cb, s))) {
-		free(s);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	s->base = base;
-	if (limits)
-		s->lim = *limits;
-	else
-		front_limits_default(&s->lim);
-	s->lim.max_connections = listen_connection_budget(s->lim.max_connections, why,
-							  sizeof(why));
-	if (why[0])
-		log_warn("limits.max_connections: \"%zu\": %s", s->lim.max_connections, why);
-	s->ops = *ops;
-	listen_set_reuse_port(s->listen, s->lim.reuse_port);
-	/* our own limits are lower; keep libhttp-parser's as a backstop */
-	if (s->lim.header_bytes + 1024 > 80 * 1024)
-		http_parser_set_max_header_size((uint32_t)(s->lim.header_bytes + 1024));
-	return s;
-}
-
-int front_server_listen(struct front_server *s, const char *addr, char *err, size_t errlen)
-{
-	return listen_set_add(s->listen, addr, err, errlen);
-}
-
-static void drain_timeout_cb(evutil_socket_t fd, short ev, void *arg)
-{
-	struct front_server *s = arg;
-
-	log_warn("drain time over: closing \"%zu\" connections", s->nconns);
-	while (s->conns)
-		conn_free(s->conns, FRONT_ABORT_SHUTDOWN);
-	if (s->drain_done) {
-		void (*done)(void *) = s->drain_done;
-
-		s->drain_done = NULL;
-		done(s->drain_arg);
-	}
-}
-
-void front_server_drain(struct front_server *s, long timeout_ms,
-			void (*done)(void *arg), void *arg)
-{
-	struct front_conn *c, *next;
-	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-
-	listen_set_close(s->listen);
-	s->draining = 1;
-	s->drain_done = done;
-	s->drain_arg = arg;
-	for (c = s->conns; c; c = next) {
-		next = c->next;
-		if (c->state == CONN_IDLE && !front_parser_in_head(c->parser) &&
-		    fconn_outlen(c) == 0)
-			conn_free(c, FRONT_ABORT_SHUTDOWN);
-	}
-	if (s->nconns == 0) {
-		if (s->drain_done) {
-			s->drain_done = NULL;
-			done(arg);
-		}
-		return;
-	}
-	s->drain_timer = evtimer_new(s->base, drain_timeout_cb, s);
-	if (s->drain_timer)
-		evtimer_add(s->drain_timer, &tv);
-}
-
-size_t front_server_conns(const struct front_server *s)
-{
-	return __atomic_load_n(&s->nconns, __ATOMIC_RELAXED); /* any thread */
-}
-
-unsigned long long front_server_accepted(const struct front_server *s)
-{
-	return __atomic_load_n(&s->accepted, __ATOMIC_RELAXED);
-}
-
-void front_server_free(struct front_server *s)
-{
-	if (!s)
-		return;
-	s->drain_done = NULL;
-	while (s->conns)
-		conn_free(s->conns, FRONT_ABORT_SHUTDOWN);
-	listen_set_free(s->listen);
-	if (s->drain_timer)
-		event_free(s->drain_timer);
-	SSL_CTX_free(s->tls);
-	free(s);
-}
-
-void front_server_set_tls(struct front_server *s, SSL_CTX *ctx)
-{
-	if (ctx)
-		SSL_CTX_up_ref(ctx);
-	SSL_CTX_free(s->tls);
-	s->tls = ctx;
-}
-

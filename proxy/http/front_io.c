@@ -1,9 +1,11 @@
 /* front_io.c — the front end's socket shortcuts on plain TCP connections,
- * under the bufferevent and within its rules: a request body (and input
- * that is only dropped: a discarded body, a lingering close) read in
- * pieces of up to 64 KiB (libevent 2.1 reads at most 4 KiB per read
- * event), and queued output written at once before the loop waits again
- * (EV_WRITE is armed only for what the socket did not take).
+ * under the bufferevent and within its rules: reads on the connection's
+ * own read event straight into the input buffer (libevent 2.1's asks
+ * FIONREAD before every readv and reads at most 4 KiB), a request body
+ * (and input that is only dropped: a discarded body, a lingering close)
+ * in pieces of up to 64 KiB, and queued output written at once before the
+ * loop waits again (EV_WRITE is armed only for what the socket did not
+ * take).
  *
  * The input buffer's cap (limits.input_buffer) and back-pressure (no read
  * while the proxy paused the body) hold as before; timeouts stay front.c's.
@@ -12,11 +14,14 @@
 #include "front_int.h"
 
 #include <errno.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <event2/buffer.h>
 
 #define BULK_READ     ((size_t)64 * 1024)
+#define HEAD_READ     ((size_t)4096) /* through a stack buffer (as much as
+					* libevent's reads); more goes by BULK_READ */
 #define BULK_ROUNDS   4      /* reads per read event at most (fairness) */
 
 /* 1 while what arrives is consumed at once: a body the proxy asked for
@@ -31,11 +36,11 @@ static int wants_bulk(const struct front_conn *c)
 	return c->state == CONN_CLOSING || c->state == CONN_LINGER;
 }
 
-/* One readv into the input buffer: as much as the buffer's cap leaves room
- * for, at most BULK_READ. Returns the bytes read; 0 when there was no room
+/* One read into the input buffer: as much as the buffer's cap leaves room
+ * for, at most max. Returns the bytes read; 0 when there was no room
  * or nothing to read; -1 at EOF or on an error, with *what set for the
  * event callback (BEV_EVENT_READING | EOF or ERROR). */
-static ssize_t read_once(struct front_conn *c, size_t *asked, short *what)
+static ssize_t read_once(struct front_conn *c, size_t max, size_t *asked, short *what)
 {
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	size_t have = evbuffer_get_length(in), room = 0, left;
@@ -48,10 +53,27 @@ static ssize_t read_once(struct front_conn *c, size_t *asked, short *what)
 	*asked = 0;
 	if (have < c->srv->lim.input_buffer)
 		room = c->srv->lim.input_buffer - have;
-	if (room > BULK_READ)
-		room = BULK_READ;
+	if (room > max)
+		room = max;
 	if (room == 0 || fd < 0)
 		return 0;
+	if (room <= HEAD_READ) {
+		/* a head (or the start of a body): small, usually; read on the
+		 * stack and copied into a chain of its size: cheaper than a
+		 * chain from malloc for every read */
+		char buf[HEAD_READ];
+
+		do
+			n = recv(fd, buf, room, 0);
+		while (n < 0 && errno == EINTR);
+		if (n > 0) {
+			evbuffer_unfreeze(in, 0);
+			if (evbuffer_add(in, buf, (size_t)n) < 0)
+				n = -1;
+			evbuffer_freeze(in, 0);
+		}
+		goto out;
+	}
 	/* the bufferevent keeps the input's end frozen between its reads */
 	evbuffer_unfreeze(in, 0);
 	nv = evbuffer_reserve_space(in, (ev_ssize_t)room, v, 2);
@@ -78,6 +100,7 @@ static ssize_t read_once(struct front_conn *c, size_t *asked, short *what)
 		evbuffer_commit_space(in, v, nv);
 	}
 	evbuffer_freeze(in, 0);
+out:
 	*asked = room;
 	if (n > 0)
 		return n;
@@ -87,16 +110,69 @@ static ssize_t read_once(struct front_conn *c, size_t *asked, short *what)
 	return -1;
 }
 
+int fconn_read_init(struct front_conn *c, evutil_socket_t fd, event_callback_fn cb)
+{
+	c->rd = event_new(c->srv->base, fd, EV_READ | EV_PERSIST, cb, c);
+	return c->rd ? 0 : -1;
+}
+
+void fconn_read_sync(struct front_conn *c)
+{
+	int want;
+
+	if (!c->rd)
+		return;
+	want = c->rd_want && !c->dead &&
+	       evbuffer_get_length(bufferevent_get_input(c->bev)) < c->srv->lim.input_buffer;
+	if (want == c->rd_added)
+		return;
+	if (want ? event_add(c->rd, NULL) : event_del(c->rd))
+		return;
+	c->rd_added = want;
+}
+
+void fconn_read_enable(struct front_conn *c, int on)
+{
+	if (!c->rd) {
+		if (on)
+			bufferevent_enable(c->bev, EV_READ);
+		else
+			bufferevent_disable(c->bev, EV_READ);
+		return;
+	}
+	c->rd_want = on;
+	fconn_read_sync(c);
+}
+
+ssize_t fconn_read_event(struct front_conn *c, int *more, short *what)
+{
+	size_t asked;
+	ssize_t n;
+
+	*what = 0;
+	*more = 0;
+	if (!c->rd_want || c->dead)
+		return 0;
+	n = read_once(c, wants_bulk(c) ? BULK_READ : HEAD_READ, &asked, what);
+	if (n < 0)
+		fconn_read_enable(c, 0);
+	else if (n == 0)
+		fconn_read_sync(c); /* no room: off until the input drains */
+	else
+		*more = (size_t)n == asked;
+	return n;
+}
+
 int fconn_read_bulk(struct front_conn *c, void (*process)(struct front_conn *c), short *what)
 {
 	*what = 0;
 	for (int round = 0; round < BULK_ROUNDS && wants_bulk(c); round++) {
 		size_t asked;
-		ssize_t n = read_once(c, &asked, what);
+		ssize_t n = read_once(c, BULK_READ, &asked, what);
 
 		if (n < 0) {
 			/* as libevent does at EOF or an error: no more reading */
-			bufferevent_disable(c->bev, EV_READ);
+			fconn_read_enable(c, 0);
 			return -1;
 		}
 		if (n == 0)

@@ -129,17 +129,18 @@ static char *put_chunk_size(char *w, uint64_t len)
 	return w;
 }
 
-/* A body nobody asked for is skipped (the connection kept) when at most
- * this much of it is still to come beyond what is buffered. */
-#define UNASKED_SKIP_MAX ((size_t)16 * 1024)
+/* A body nobody asked for is skipped (the connection kept, as nginx's
+ * discard-body does) when at most this much of it is still to come beyond
+ * what is buffered: any known length up to 64 KiB. */
+#define UNASKED_SKIP_MAX ((size_t)64 * 1024)
 
 /* 1 when the unread rest of the request body is not worth skipping to
  * keep the connection: the rest must be read before a next request. A
  * body nobody asked for (a rejection answered from the head) is skipped
- * only if it is small and (nearly) all here: it came with the head;
- * otherwise the answer closes, with a lingering close, and costs no body
- * reads. Once the body was being read, a known rest up to
- * limits.discard_max is skipped. */
+ * (read and dropped after the answer) only if little of it is still to
+ * come; otherwise the answer closes, with a lingering close, and costs no
+ * body reads. Either way none of it reaches the proxy. Once the body was
+ * being read, a known rest up to limits.discard_max is skipped. */
 static int body_unread_closes(const struct front_conn *c)
 {
 	uint64_t rest;

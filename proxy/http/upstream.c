@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -65,16 +66,15 @@ static void xfer_free(struct upstream_xfer *x)
 	if (x->linked)
 		x->u->active--;
 	up_conn_release(x, 0);
-	if (x->timer)
-		event_free(x->timer);
+	if (x->timer && !x->events_off) { /* timer and kick live in x's block */
+		event_del(x->timer);
+		event_del(x->kick);
+	}
 	if (x->total)
 		event_free(x->total);
-	if (x->kick)
-		event_free(x->kick);
 	up_parse_clear(x);
 	free(x->head);
-	free(x->t.origin);
-	free(x->t.host);
+	free(x->t.origin); /* t.host is in the same block */
 	free(x);
 }
 
@@ -102,7 +102,9 @@ static void xfer_finish(struct upstream_xfer *x, enum upstream_result res, const
 	evtimer_del(x->timer);
 	if (x->total)
 		evtimer_del(x->total);
-	event_del(x->kick);
+	if (x->kicked)
+		event_del(x->kick);
+	x->events_off = 1;
 	/* pooled before on_done, so a request it starts can reuse it */
 	if (keep)
 		up_conn_release(x, 1);
@@ -120,11 +122,37 @@ static void xfer_fail(struct upstream_xfer *x, enum upstream_result res, const c
 	xfer_finish(x, res, detail, 0);
 }
 
+/* Monotonic milliseconds, from the clock the kernel keeps per tick: every
+ * timeout here is seconds long (or tens of ms in tests). */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void timer_set(struct upstream_xfer *x, int64_t now)
+{
+	int64_t ms = x->t_due - now;
+	struct timeval tv;
+
+	if (ms < 0)
+		ms = 0;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	if (evtimer_add(x->timer, &tv) == 0)
+		x->t_armed = x->t_due;
+}
+
+/* The timer is only ever moved earlier: a later deadline (progress) is
+ * noted in t_due and the timer, when it fires, sets itself anew for it;
+ * no deadline (paused) lets it fire for nothing. */
 void up_xfer_arm(struct upstream_xfer *x)
 {
 	const struct upstream_config *c = &x->u->cfg;
 	long ms;
-	struct timeval tv;
+	int64_t now;
 
 	if (x->dead)
 		return;
@@ -137,12 +165,13 @@ void up_xfer_arm(struct upstream_xfer *x)
 	else
 		ms = x->send_paused ? 0 : c->first_byte_timeout_ms;
 	if (ms <= 0) {
-		evtimer_del(x->timer);
+		x->t_due = 0;
 		return;
 	}
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(x->timer, &tv);
+	now = mono_ms();
+	x->t_due = now + ms;
+	if (!x->t_armed || x->t_due < x->t_armed)
+		timer_set(x, now);
 }
 
 static void xfer_kick(struct upstream_xfer *x)
@@ -388,7 +417,7 @@ static void xfer_read(struct upstream_xfer *x)
 		up_xfer_arm(x);
 		return;
 	case UP_FEED_PAUSED:
-		bufferevent_disable(x->conn->bev, EV_READ);
+		up_conn_read(x->conn, 0);
 		up_xfer_arm(x);
 		return;
 	case UP_FEED_DONE:
@@ -478,7 +507,11 @@ void up_xfer_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_CONNECTED) {
-		x->conn->connected = 1;
+		if (up_conn_connected(x->conn) < 0) {
+			xfer_fail(x, UPSTREAM_ERROR, "out of memory");
+			xfer_leave(x);
+			return;
+		}
 		if (x->dns_connect) {
 			int one = 1;
 			evutil_socket_t fd = bufferevent_getfd(bev);
@@ -518,7 +551,13 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	const char *detail;
 
 	xfer_enter(x);
-	if (x->dead) {
+	x->t_armed = 0;
+	if (x->dead || !x->t_due) {
+		xfer_leave(x);
+		return;
+	}
+	if (mono_ms() < x->t_due) { /* progress since it was set */
+		timer_set(x, mono_ms());
 		xfer_leave(x);
 		return;
 	}
@@ -558,7 +597,7 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 			x->resume_recv = 0;
 			switch (up_parse_flush_held(x)) {
 			case UP_FEED_MORE:
-				bufferevent_enable(x->conn->bev, EV_READ);
+				up_conn_read(x->conn, 1);
 				xfer_read(x);
 				break;
 			case UP_FEED_FAILED:
@@ -611,6 +650,7 @@ void upstream_free(struct upstream *u)
 		xfer_free(u->xfers);
 	}
 	up_pool_clear(u);
+	up_head_forget(u);
 	if (u->dns)
 		evdns_base_free(u->dns, 0);
 	if (u->ssl_ctx)
@@ -624,116 +664,14 @@ size_t upstream_active(const struct upstream *u)
 	return u->active;
 }
 
-/* Splits "http[s]://authority/target" into x->t; *target points into url.
- * Only the scheme and authority are parsed: the target goes out as is.
- * Returns 0, -1 for a URL that is not one, -2 on ENOMEM. */
-static int parse_target(struct upstream_xfer *x, const char *url, const char **target,
-			const char **authority, size_t *alen)
-{
-	struct http_parser_url pu;
-	const char *a, *end;
-	int tls;
-
-	if (strncasecmp(url, "http://", 7) == 0)
-		tls = 0;
-	else if (strncasecmp(url, "https://", 8) == 0)
-		tls = 1;
-	else
-		return -1;
-	a = url + (tls ? 8 : 7);
-	end = a + strcspn(a, "/?#");
-	http_parser_url_init(&pu);
-	if (end == a || http_parser_parse_url(url, (size_t)(end - url), 0, &pu) != 0 ||
-	    !(pu.field_set & (1 << UF_HOST)))
-		return -1;
-	x->t.tls = tls;
-	x->t.port = (pu.field_set & (1 << UF_PORT)) ? pu.port : (tls ? 443 : 80);
-	x->t.host = strndup(url + pu.field_data[UF_HOST].off, pu.field_data[UF_HOST].len);
-	if (!x->t.host || asprintf(&x->t.origin, "%s://%s:%u", tls ? "https" : "http",
-				   x->t.host, x->t.port) < 0) {
-		x->t.origin = NULL;
-		return -2;
-	}
-	*target = *end == '/' ? end : NULL;
-	if (*end == '?')
-		*target = end; /* "/" is put in front */
-	*authority = a;
-	*alen = (size_t)(end - a);
-	return 0;
-}
-
-static char *put(char *p, const char *s, size_t n)
-{
-	memcpy(p, s, n);
-	return p + n;
-}
-
-/* The request head in one allocation: request line, the caller's headers,
- * Host if they have none, the body's framing, Expect. */
-static int build_head(struct upstream_xfer *x, const struct upstream_request *req,
-		      const char *target, const char *authority, size_t alen)
-{
-	const struct front_hdrs *h = req->hdrs;
-	char framing[48];
-	size_t mlen = strlen(req->method), tlen = target ? strlen(target) : 0;
-	size_t flen = 0, len;
-	int has_host = 0;
-	char *p;
-
-	if (x->body_length >= 0)
-		flen = (size_t)snprintf(framing, sizeof(framing), "Content-Length: %lld\r\n",
-					(long long)x->body_length);
-	else if (x->body_length == -2)
-		flen = (size_t)snprintf(framing, sizeof(framing), "Transfer-Encoding: chunked\r\n");
-	len = mlen + 1 + (target && *target == '?' ? 1 : 0) + (target ? tlen : 1) +
-	      sizeof(" HTTP/1.1\r\n") - 1 + flen + 2;
-	for (size_t i = 0; h && i < h->n; i++) {
-		const char *n = h->v[i].name;
-
-		if ((n[0] == 'H' || n[0] == 'h') && strcasecmp(n, "Host") == 0)
-			has_host = 1;
-		len += strlen(n) + 2 + strlen(h->v[i].value) + 2;
-	}
-	if (!has_host)
-		len += sizeof("Host: \r\n") - 1 + alen;
-	if (x->want_expect)
-		len += sizeof("Expect: 100-continue\r\n") - 1;
-	p = x->head = malloc(len);
-	if (!p)
-		return -1;
-	p = put(p, req->method, mlen);
-	*p++ = ' ';
-	if (!target || *target == '?')
-		*p++ = '/';
-	if (target)
-		p = put(p, target, tlen);
-	p = put(p, " HTTP/1.1\r\n", sizeof(" HTTP/1.1\r\n") - 1);
-	if (!has_host) {
-		p = put(p, "Host: ", 6);
-		p = put(p, authority, alen);
-		p = put(p, "\r\n", 2);
-	}
-	for (size_t i = 0; h && i < h->n; i++) {
-		p = put(p, h->v[i].name, strlen(h->v[i].name));
-		p = put(p, ": ", 2);
-		p = put(p, h->v[i].value, strlen(h->v[i].value));
-		p = put(p, "\r\n", 2);
-	}
-	p = put(p, framing, flen);
-	if (x->want_expect)
-		p = put(p, "Expect: 100-continue\r\n", sizeof("Expect: 100-continue\r\n") - 1);
-	p = put(p, "\r\n", 2);
-	x->head_len = (size_t)(p - x->head);
-	return 0;
-}
-
 struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_request *req,
 				     const struct upstream_ops *ops, void *arg,
 				     char *err, size_t errlen)
 {
-	struct upstream_xfer *x = calloc(1, sizeof(*x));
-	const char *target = NULL, *authority = NULL;
-	size_t alen = 0;
+	/* x, then its timer and kick events in the same block */
+	size_t off = (sizeof(struct upstream_xfer) + 15) & ~(size_t)15;
+	size_t esz = (event_get_struct_event_size() + 15) & ~(size_t)15;
+	struct upstream_xfer *x = calloc(1, off + 2 * esz);
 
 	if (!x)
 		goto nomem;
@@ -744,7 +682,7 @@ struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_r
 	x->body_length = req->body_length < -2 ? -1 : req->body_length;
 	x->want_expect = req->expect_continue && x->body_length != -1 && x->body_length != 0 &&
 			 u->cfg.expect_timeout_ms > 0;
-	switch (parse_target(x, req->url, &target, &authority, &alen)) {
+	switch (up_head_make(x, req)) {
 	case 0:
 		break;
 	case -1:
@@ -754,12 +692,11 @@ struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_r
 	default:
 		goto nomem;
 	}
-	if (build_head(x, req, target, authority, alen) < 0)
+	if (evtimer_assign((struct event *)((char *)x + off), u->base, timer_cb, x) < 0 ||
+	    event_assign((struct event *)((char *)x + off + esz), u->base, -1, 0, kick_cb, x) < 0)
 		goto nomem;
-	x->timer = evtimer_new(u->base, timer_cb, x);
-	x->kick = event_new(u->base, -1, 0, kick_cb, x);
-	if (!x->timer || !x->kick)
-		goto nomem;
+	x->timer = (struct event *)((char *)x + off);
+	x->kick = (struct event *)((char *)x + off + esz);
 	if (u->cfg.total_timeout_ms > 0) {
 		struct timeval tv = { u->cfg.total_timeout_ms / 1000,
 				      (u->cfg.total_timeout_ms % 1000) * 1000 };
@@ -775,8 +712,9 @@ struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_r
 	u->xfers = x;
 	x->linked = 1;
 	u->active++;
-	up_xfer_arm(x);
-	xfer_kick(x); /* the connection and the first bytes on the loop's next turn */
+	/* the connection and the first bytes on the loop's next turn (the
+	 * timer is armed there, for the phase it is in) */
+	xfer_kick(x);
 	return x;
 nomem:
 	snprintf(err, errlen, "out of memory");

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -56,6 +58,10 @@ static void conn_free(struct up_conn *c)
 			SSL_shutdown(ssl);
 			ERR_clear_error();
 		}
+		if (c->rd)
+			event_free(c->rd); /* before the bufferevent closes the socket */
+		if (c->idle_timer)
+			event_free(c->idle_timer);
 		bufferevent_free(c->bev);
 	}
 	free(c->origin);
@@ -74,13 +80,171 @@ static void idle_event_cb(struct bufferevent *bev, short what, void *arg)
 	conn_free(arg);
 }
 
+/* The idle timer of a plain connection: set when it first goes to the
+ * pool and left running while it serves (no timer work per request); when
+ * it fires, a connection idle for UP_IDLE_CONN_MS is closed, one idle for
+ * less waits the rest, a busy one lets it go until it is pooled again. */
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void idle_timer_set(struct up_conn *c, int64_t ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	evtimer_add(c->idle_timer, &tv);
+}
+
+static void idle_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct up_conn *c = arg;
+	int64_t idle;
+
+	if (c->x)
+		return;
+	idle = mono_ms() - c->idle_since;
+	if (idle >= 0 && idle < UP_IDLE_CONN_MS) {
+		idle_timer_set(c, UP_IDLE_CONN_MS - idle);
+		return;
+	}
+	conn_free(c);
+}
+
+/* Plain TCP: one read into the input buffer, as libevent's but without its
+ * FIONREAD: through a stack buffer copied into a chain of its size (a
+ * response head, a small body), or, after a read that filled it, straight
+ * into up to UP_READ_BIG reserved in the buffer (a large body: no copy).
+ * Returns the bytes read, 0 at EOF, -1 on an error (errno kept), -2 when
+ * there was nothing to read. */
+static ssize_t rd_once(struct up_conn *c, evutil_socket_t fd)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	struct evbuffer_iovec v[2];
+	struct iovec iov[2];
+	char buf[UP_READ];
+	size_t asked = sizeof(buf);
+	ssize_t n;
+	int nv = 0;
+
+	/* the bufferevent keeps the input's end frozen between its reads */
+	evbuffer_unfreeze(in, 0);
+	if (c->rd_big) {
+		nv = evbuffer_reserve_space(in, (ev_ssize_t)UP_READ_BIG, v, 2);
+		if (nv <= 0) {
+			evbuffer_freeze(in, 0);
+			errno = ENOMEM;
+			return -1;
+		}
+		asked = 0;
+		for (int i = 0; i < nv; i++) {
+			iov[i].iov_base = v[i].iov_base;
+			iov[i].iov_len = v[i].iov_len;
+			asked += v[i].iov_len;
+		}
+	}
+	do
+		n = nv ? readv(fd, iov, nv) : recv(fd, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	if (n > 0 && nv) {
+		size_t got = (size_t)n;
+
+		for (int i = 0; i < nv; i++) {
+			v[i].iov_len = got < iov[i].iov_len ? got : iov[i].iov_len;
+			got -= v[i].iov_len;
+		}
+		evbuffer_commit_space(in, v, nv);
+	} else if (n > 0 && evbuffer_add(in, buf, (size_t)n) < 0) {
+		n = -1;
+		errno = ENOMEM;
+	}
+	evbuffer_freeze(in, 0);
+	c->rd_big = n > 0 && (size_t)n == asked;
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return -2;
+	return n;
+}
+
+/* rd: the socket of a plain connection is readable. Pooled, it is gone
+ * (as idle_read_cb); busy, the bytes go to the transfer's read callback,
+ * EOF and errors to its event callback with reading off, as libevent's
+ * read path does. */
+static void rd_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct up_conn *c = arg;
+	ssize_t n;
+
+	if (!c->x) {
+		conn_free(c);
+		return;
+	}
+	n = rd_once(c, fd);
+	if (n > 0) {
+		up_xfer_read_cb(c->bev, c->x);
+	} else if (n == 0 || n == -1) {
+		int err = errno;
+
+		up_conn_read(c, 0);
+		errno = err;
+		up_xfer_event_cb(c->bev, BEV_EVENT_READING |
+				 (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), c->x);
+	}
+}
+
+int up_conn_connected(struct up_conn *c)
+{
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+
+	c->connected = 1;
+	if (c->tls || c->rd || fd < 0)
+		return 0;
+	c->rd = event_new(c->u->base, fd, EV_READ | EV_PERSIST, rd_cb, c);
+	c->idle_timer = evtimer_new(c->u->base, idle_timer_cb, c);
+	if (!c->rd || !c->idle_timer) {
+		if (c->rd)
+			event_free(c->rd);
+		if (c->idle_timer)
+			event_free(c->idle_timer);
+		c->rd = c->idle_timer = NULL;
+		return -1;
+	}
+	bufferevent_disable(c->bev, EV_READ);
+	c->rd_on = 0;
+	up_conn_read(c, 1);
+	return 0;
+}
+
+void up_conn_read(struct up_conn *c, int on)
+{
+	if (!c->rd) {
+		if (on)
+			bufferevent_enable(c->bev, EV_READ);
+		else
+			bufferevent_disable(c->bev, EV_READ);
+		return;
+	}
+	if (on == c->rd_on || (on ? event_add(c->rd, NULL) : event_del(c->rd)))
+		return;
+	c->rd_on = on;
+}
+
 static void pool_push(struct upstream *u, struct up_conn *c)
 {
 	struct timeval tv = { UP_IDLE_CONN_MS / 1000, (UP_IDLE_CONN_MS % 1000) * 1000 };
 
 	bufferevent_setcb(c->bev, idle_read_cb, NULL, idle_event_cb, c);
-	bufferevent_set_timeouts(c->bev, &tv, NULL);
-	bufferevent_enable(c->bev, EV_READ);
+	c->rd_big = 0; /* the next response starts small */
+	if (c->rd) {
+		c->idle_since = mono_ms();
+		if (!evtimer_pending(c->idle_timer, NULL))
+			idle_timer_set(c, UP_IDLE_CONN_MS);
+	} else {
+		bufferevent_set_timeouts(c->bev, &tv, NULL);
+	}
+	up_conn_read(c, 1);
 	c->prev = NULL;
 	c->next = u->idle;
 	if (u->idle)
@@ -132,11 +296,10 @@ int up_pool_adopt(struct upstream *u, const char *origin, evutil_socket_t fd)
 	c->u = u;
 	c->origin = strdup(origin);
 	c->bev = bufferevent_socket_new(u->base, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (!c->origin || !c->bev) {
+	if (!c->origin || !c->bev || up_conn_connected(c) < 0) {
 		conn_free(c);
 		return -1;
 	}
-	c->connected = 1;
 	pool_push(u, c);
 	return 0;
 }
@@ -261,6 +424,7 @@ static int conn_open(struct upstream_xfer *x, enum upstream_result *res)
 	if (!c)
 		goto nomem;
 	c->u = u;
+	c->tls = x->t.tls;
 	c->origin = strdup(x->t.origin);
 	if (!c->origin)
 		goto nomem;
@@ -360,14 +524,17 @@ int up_conn_attach(struct upstream_xfer *x, int fresh, enum upstream_result *res
 		c->x = x;
 		x->conn = c;
 		x->reused = c->served > 0;
-		bufferevent_set_timeouts(c->bev, NULL, NULL);
+		if (!c->rd) /* plain: the idle timer stays (idle_timer_cb) */
+			bufferevent_set_timeouts(c->bev, NULL, NULL);
 		bufferevent_setcb(c->bev, up_xfer_read_cb, up_xfer_write_cb, up_xfer_event_cb, x);
 		bufferevent_setwatermark(c->bev, EV_WRITE, UP_SEND_WINDOW / 2, 0);
 		bufferevent_set_max_single_write(c->bev, UP_SEND_WINDOW);
 		/* plain sockets are written from upstream.c first (xfer_flush) */
-		if (!x->t.tls)
+		if (x->t.tls)
+			bufferevent_enable(c->bev, EV_WRITE);
+		else
 			bufferevent_disable(c->bev, EV_WRITE);
-		bufferevent_enable(c->bev, x->t.tls ? EV_READ | EV_WRITE : EV_READ);
+		up_conn_read(c, 1);
 		return 0;
 	}
 	return conn_open(x, res);

@@ -19,12 +19,17 @@
 #define UP_BODY_PIECE   ((size_t)64 * 1024)
 #define UP_SEND_WINDOW  ((size_t)128 * 1024)
 #define UP_SEND_ROUNDS  4   /* windows written per loop turn at most */
+/* Response bytes read at once on a plain connection: through a stack
+ * buffer, or, while reads fill it, straight into the input buffer. */
+#define UP_READ         ((size_t)16 * 1024)
+#define UP_READ_BIG     ((size_t)64 * 1024 - 256)
 /* A response head larger than this is a bad response (libcurl's limit). */
 #define UP_HEAD_MAX     ((size_t)100 * 1024)
 /* A pooled connection unused this long is closed (libcurl: 118 s). */
 #define UP_IDLE_CONN_MS 118000L
 
 struct evdns_base;
+struct up_last_target;
 
 /* A growable byte string with a hard cap. */
 struct up_str {
@@ -41,6 +46,7 @@ struct upstream {
 	char *tls_origin;            /* the origin tls_session belongs to */
 	struct evdns_base *dns;      /* made at the first host name */
 	struct upstream_xfer *xfers; /* every transfer not yet freed */
+	struct up_last_target *last_target; /* upstream_head.c's shortcut */
 	struct up_conn *idle;        /* pooled connections, most recent first */
 	size_t n_idle;
 	size_t active;
@@ -56,12 +62,22 @@ struct up_conn {
 	char *origin;                /* "http://host:port": the pool key */
 	unsigned long served;        /* responses completed on it */
 	int connected;
+	int tls;
+	/* plain TCP once connected: reads on rd (upstream_conn.c) instead of
+	 * libevent's, which asks FIONREAD before every readv; idle_timer
+	 * closes it after UP_IDLE_CONN_MS in the pool (left running while
+	 * busy: see idle_timer_cb) */
+	struct event *rd;
+	struct event *idle_timer;
+	int64_t idle_since;          /* when it last went to the pool (ms) */
+	int rd_on;
+	int rd_big;                  /* the last read filled what it asked */
 };
 
 /* The parsed target of a transfer. */
 struct up_target {
 	char *origin;   /* "https://host:port" */
-	char *host;     /* without brackets */
+	char *host;     /* without brackets; in origin's block */
 	uint16_t port;
 	int tls;
 };
@@ -82,8 +98,11 @@ struct upstream_xfer {
 	int64_t body_length;         /* -1 none, -2 chunked, >= 0 exact */
 	int64_t body_taken;          /* bytes read_body gave */
 	struct event *timer;         /* connect / expect / first byte / idle */
+	int64_t t_due;               /* its deadline (monotonic ms), 0: none */
+	int64_t t_armed;             /* the deadline it is set for, 0: not set */
 	struct event *total;         /* total_timeout_ms, or NULL */
 	struct event *kick;          /* deferred work on the loop */
+	/* timer and kick are in x's own allocation, after x (upstream_start) */
 	struct evbuffer *held;       /* body bytes on_body did not take */
 	http_parser hp;
 	struct front_hdrs hdrs;      /* the response head being parsed */
@@ -114,6 +133,7 @@ struct upstream_xfer {
 	unsigned linked : 1;        /* in u->xfers */
 	unsigned dns_connect : 1;   /* connecting by name: TCP_NODELAY once connected */
 	unsigned eof_seen : 1;      /* the peer closed; parsed once resumed */
+	unsigned events_off : 1;    /* timer and kick deleted (finished) */
 	enum upstream_result fail;   /* set by the parser callbacks */
 	char detail[256];
 };
@@ -129,6 +149,13 @@ int up_conn_attach(struct upstream_xfer *x, int fresh, enum upstream_result *res
 /* Takes the connection away from x: pooled if keep is set and it may be
  * (or closed), else closed. */
 void up_conn_release(struct upstream_xfer *x, int keep);
+
+/* The connection of x connected: plain TCP reads on its own event from
+ * here on. Returns 0, or -1 when out of memory. */
+int up_conn_connected(struct up_conn *c);
+
+/* Turns reading on c on or off. */
+void up_conn_read(struct up_conn *c, int on);
 
 /* Closes every pooled connection. */
 void up_pool_clear(struct upstream *u);
@@ -165,6 +192,16 @@ enum up_feed up_parse_flush_held(struct upstream_xfer *x);
 /* Frees what the parser holds. */
 void up_parse_clear(struct upstream_xfer *x);
 
+/* ---- upstream_head.c ----------------------------------------------------- */
+
+/* Sets x->t from req->url and builds x->head (x->body_length and
+ * x->want_expect set). Returns 0, -1 for a URL that is not one, -2 on
+ * ENOMEM. */
+int up_head_make(struct upstream_xfer *x, const struct upstream_request *req);
+
+/* Frees what upstream_head.c remembers of u. */
+void up_head_forget(struct upstream *u);
+
 /* ---- upstream.c ---------------------------------------------------------- */
 
 /* Connection callbacks for the transfer that owns the connection. */
@@ -172,7 +209,7 @@ void up_xfer_read_cb(struct bufferevent *bev, void *arg);
 void up_xfer_write_cb(struct bufferevent *bev, void *arg);
 void up_xfer_event_cb(struct bufferevent *bev, short what, void *arg);
 
-/* (Re)arms the transfer's timer for its phase. */
+/* (Re)starts the transfer's timer for its phase (progress). */
 void up_xfer_arm(struct upstream_xfer *x);
 
 #endif

@@ -288,6 +288,89 @@ def test_rejection_reads_no_body(moto):
         counter.close()
 
 
+def read_answer(f):
+    """One HTTP/1.1 answer with a Content-Length from the file f: (status,
+    lower-cased head, body); status None when the connection closed."""
+    line = f.readline()
+    if not line:
+        return None, "", b""
+    hd = [line.decode("latin-1").strip()]
+    while True:
+        ln = f.readline().decode("latin-1").strip()
+        if not ln:
+            break
+        hd.append(ln)
+    n = [int(x.split(":", 1)[1]) for x in hd if x.lower().startswith("content-length:")]
+    body = f.read(n[0]) if n else b""
+    return int(hd[0].split(" ")[1]), "\r\n".join(hd).lower(), body
+
+
+def test_rejection_discards_bounded_body(moto):
+    """A refused write whose body is small and of known length (up to
+    64 KiB) is answered from its head, its body read and dropped, and the
+    connection kept for the next request, even when the body is only sent
+    after the answer; a large one still closes. Nothing reaches upstream
+    and storage keeps its object."""
+    b = "fence-discard"
+    moto.create_bucket(b)
+    counter = CountingProxy(moto.port)
+    g = Gate("--upstream", counter.url, "--access-log", "off", "--lock-refresh", "3600s")
+    try:
+        e1 = acquire(g.port, b, "d1")
+        release(g.port, b, e1)
+        e2 = acquire(g.port, b, "d2")
+        st, h, d = req(g.port, "PUT", "/%s/k" % b, b"kept", {"X-Fencing-Token": str(e2)})
+        expect(st == 200, "current write: %s %s" % (st, d))
+        counter.reset()
+        for size in (1024, 64 * 1024):
+            s = socket.create_connection(("127.0.0.1", g.port), timeout=10)
+            f = s.makefile("rb")
+            try:
+                for i in range(3):
+                    head = ("PUT /%s/k HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                            "X-Fencing-Token: %d\r\n\r\n" % (b, size, e1)).encode()
+                    if i == 1:
+                        # the answer comes from the head alone; then the body
+                        s.sendall(head)
+                        st, hd, body = read_answer(f)
+                        s.sendall(b"y" * size)
+                    else:
+                        s.sendall(head + b"y" * size)
+                        st, hd, body = read_answer(f)
+                    expect(st == 409 and b"FencingTokenStale" in body,
+                           "%d bytes, #%d: %s %r" % (size, i, st, body[:200]))
+                    expect("connection: close" not in hd, "%d bytes, #%d: kept: %r"
+                           % (size, i, hd))
+                # the same connection serves a next request
+                s.sendall(("GET /%s/k HTTP/1.1\r\nHost: x\r\n\r\n" % b).encode())
+                st, hd, body = read_answer(f)
+                expect(st == 200 and body == b"kept", "%d bytes: reused: %s %r"
+                       % (size, st, body[:200]))
+            finally:
+                f.close()
+                s.close()
+        # large and not sent yet: answered, then closed (2 MiB: over
+        # limits.discard_max too, for a worker that had begun reading it)
+        s = socket.create_connection(("127.0.0.1", g.port), timeout=10)
+        f = s.makefile("rb")
+        try:
+            s.sendall(("PUT /%s/k HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                       "X-Fencing-Token: %d\r\n\r\n" % (b, 2 * 1024 * 1024, e1)).encode())
+            st, hd, body = read_answer(f)
+            expect(st == 409 and "connection: close" in hd, "large: %s %r" % (st, hd))
+            expect(f.read() == b"", "large: closed after the answer")
+        finally:
+            f.close()
+            s.close()
+        to_key = [ln for ln in counter.lines if ln.split(" ")[0] != "GET"]
+        expect(not to_key, "writes upstream: %s" % to_key)
+        body, meta = moto_body(moto, b, "k")
+        expect(body == b"kept", "storage unchanged: %r" % body)
+    finally:
+        g.close()
+        counter.close()
+
+
 def test_access_log(moto):
     b = "fence-log"
     moto.create_bucket(b)
@@ -361,6 +444,8 @@ def main():
                 test_one_upstream_request_per_write, moto)
         r.check("a refused 1 MiB write: answered at once, closed, nothing upstream",
                 test_rejection_reads_no_body, moto)
+        r.check("a refused write of up to 64 KiB: body dropped, connection kept",
+                test_rejection_discards_bounded_body, moto)
         r.check("access log lines", test_access_log, moto)
         r.check("clients leaving while their request is suspended",
                 test_client_gone_while_suspended, moto)

@@ -339,6 +339,18 @@ static void sc_stall_body(struct srv *s, struct sconn *c, int i)
 	}
 }
 
+/* the body a byte at a time, each 60 ms apart: 600 ms in all */
+static void sc_trickle(struct srv *s, struct sconn *c, int i)
+{
+	if (s_head(s, c) == 0) {
+		s_puts(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n");
+		for (int k = 0; k < 10; k++) {
+			usleep(60 * 1000);
+			s_puts(c, "x");
+		}
+	}
+}
+
 #define BIG (1024 * 1024 + 17)
 
 /* reads a big body, answers a big body */
@@ -569,6 +581,8 @@ static const struct row rows[] = {
 	  150, 0, 0, 0, 0, 0, 0, UPSTREAM_TIMEOUT, 0, "", 0, 1, 1 },
 	{ "response body stalls: idle timeout", sc_stall_body, "GET", "/z", -1, 0, 0, 1,
 	  0, 150, 0, 0, 0, 0, 0, UPSTREAM_TIMEOUT, 200, "abc", 0, 1, 1 },
+	{ "a body that trickles, each gap under the idle timeout: no timeout", sc_trickle, "GET",
+	  "/y", -1, 0, 0, 1, 0, 150, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "xxxxxxxxxx", 0, 1, 1 },
 	{ "HTTP/1.0 without keep-alive: not reused", sc_http10, "GET", "/o", -1, 0, 0, 2,
 	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 2, 2 },
 	{ "1 MiB both ways, paused both ways", sc_big, "PUT", "/b", BIG, 0, 0, 2,
@@ -747,6 +761,39 @@ static void test_free_in_flight(void **state)
 	event_base_free(base);
 }
 
+/* Two origins in turn (the second spelt two ways: an upper-case scheme, a
+ * query without a path): each request goes to its own server over its own
+ * kept connection; the remembered authority never answers for another. */
+static void test_two_origins(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct srv *s1 = srv_start(sc_keepalive), *s2 = srv_start(sc_keepalive);
+	struct upstream *u = upstream_new(base, NULL, NULL, 0);
+	char url1[64], url2[64], url3[64];
+
+	(void)state;
+	snprintf(url1, sizeof(url1), "http://127.0.0.1:%u/a", s1->port);
+	snprintf(url2, sizeof(url2), "HTTP://127.0.0.1:%u/b", s2->port);
+	snprintf(url3, sizeof(url3), "http://127.0.0.1:%u?q=1", s2->port);
+	for (int i = 0; i < 6; i++) {
+		struct cli c = { 0 };
+
+		c.base = base;
+		cli_run(u, &c, "GET", i % 3 == 0 ? url1 : i % 3 == 1 ? url2 : url3, -1, 0);
+		assert_int_equal(c.done, 1);
+		assert_int_equal(c.res, UPSTREAM_OK);
+		assert_int_equal(c.status, 200);
+	}
+	assert_int_equal(__atomic_load_n(&s1->requests, __ATOMIC_SEQ_CST), 2);
+	assert_int_equal(__atomic_load_n(&s2->requests, __ATOMIC_SEQ_CST), 4);
+	assert_int_equal(__atomic_load_n(&s1->accepts, __ATOMIC_SEQ_CST), 1);
+	assert_int_equal(__atomic_load_n(&s2->accepts, __ATOMIC_SEQ_CST), 1);
+	upstream_free(u);
+	srv_stop(s1);
+	srv_stop(s2);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -754,6 +801,7 @@ int main(void)
 		cmocka_unit_test(test_connect_refused),
 		cmocka_unit_test(test_cancel_inside),
 		cmocka_unit_test(test_free_in_flight),
+		cmocka_unit_test(test_two_origins),
 	};
 
 	signal(SIGPIPE, SIG_IGN); /* as fencegate's main() does */
