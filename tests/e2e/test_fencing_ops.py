@@ -282,7 +282,11 @@ def test_rejection_reads_no_body(moto):
                        "small stale body: %s %s" % (r.status, r.getheaders()))
         finally:
             c.close()
-        expect(counter.count() == 0, "upstream requests: %s" % counter.lines)
+        # as above: the refused writes never reach upstream; a worker that
+        # had not loaded the lock yet may list it
+        to_key = [ln for ln in counter.lines
+                  if ln.split(" ")[1].split("?")[0] == "/%s/k" % b]
+        expect(not to_key, "small stale bodies: upstream requests for the key: %s" % to_key)
     finally:
         g.close()
         counter.close()
