@@ -105,7 +105,10 @@ void upstream_free(struct upstream *u);
 size_t upstream_active(const struct upstream *u);
 
 /* Starts a transfer; the ops are called from the event loop (never from
- * inside this call), and arg is passed back. Returns the transfer, or NULL
+ * inside this call), and arg is passed back. req and what it points to
+ * (method, url, hdrs) are read only during this call: the request head is
+ * written into the transfer's own buffer then (a retry re-sends that), so
+ * hdrs may borrow strings that live no longer than the caller's frame. Returns the transfer, or NULL
  * with a message in err (no callback follows). */
 struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_request *req,
 				     const struct upstream_ops *ops, void *arg,
