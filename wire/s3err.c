@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "decimal.h"
 #include "s3err.h"
 #include "utf8.h"
 
@@ -109,7 +110,7 @@ size_t s3err_xml(const struct s3err *e, char *buf, size_t buflen)
 	if (e->request_id)
 		put_element(&o, "RequestId", e->request_id);
 	if (e->has_epoch) {
-		snprintf(num, sizeof(num), "%" PRIu64, e->current_epoch);
+		decimal_u64(num, e->current_epoch);
 		put_element(&o, "CurrentEpoch", num);
 	}
 	puts_(&o, "</Error>");
@@ -194,7 +195,7 @@ char *s3err_json_dup(const struct s3err *e, size_t *len)
 		goto out;
 	if (e->has_epoch) {
 		/* Raw, so epochs above 2^53 stay exact (cJSON numbers are doubles). */
-		snprintf(num, sizeof(num), "%" PRIu64, e->current_epoch);
+		decimal_u64(num, e->current_epoch);
 		if (!cJSON_AddRawToObject(obj, "currentEpoch", num))
 			goto out;
 	}

@@ -21,6 +21,7 @@
 #include "ops/log.h"
 #include "ops/logfile.h"
 #include "policy/policy.h"
+#include "wire/decimal.h"
 #include "wire/s3err.h"
 
 static void freq_free(void *arg)
@@ -63,15 +64,21 @@ enum proxy_action fencing_reply_error(struct freq *fr, int status, const char *c
 				     const char *message, bool has_epoch, uint64_t epoch)
 {
 	struct front_hdrs h = {0};
-	char resource[1200], num[24];
+	char resource[LOCKREG_BUCKET_MAX + 1100 + 3], num[DECIMAL_U64_MAX];
 	struct s3err e = { .code = code, .message = message, .resource = NULL,
 			   .request_id = proxy_req_id(fr->req), .has_epoch = has_epoch,
 			   .current_epoch = epoch };
 	char *body;
 	size_t len = 0;
 
-	if (fr->key) {
-		snprintf(resource, sizeof(resource), "/%s/%.1100s", fr->bucket, fr->key);
+	if (fr->key) { /* "/bucket/key", the key cut at 1100 bytes */
+		size_t bl = strlen(fr->bucket), kl = strnlen(fr->key, 1100);
+
+		resource[0] = '/';
+		memcpy(resource + 1, fr->bucket, bl);
+		resource[1 + bl] = '/';
+		memcpy(resource + 2 + bl, fr->key, kl);
+		resource[2 + bl + kl] = '\0';
 		e.resource = resource;
 	}
 	if (fr->f->http_mode)
@@ -81,7 +88,7 @@ enum proxy_action fencing_reply_error(struct freq *fr, int status, const char *c
 	if (status == 409 || status == 428 || status == 400)
 		count_rejection(fr->f, code);
 	if (has_epoch) {
-		snprintf(num, sizeof(num), "%" PRIu64, epoch);
+		decimal_u64(num, epoch);
 		front_hdrs_add(&h, "X-Fencing-Epoch", num);
 	}
 	if (status == 503 && fr->f->http_mode)
@@ -271,19 +278,19 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	if (fr->kind == S3_MPU_PART || fr->kind == S3_MPU_ABORT || fr->kind == S3_OBJECT_ATTR)
 		return PROXY_PASS;
 	if (kind_stamps(fr->kind)) {
-		char num[24];
+		char num[DECIMAL_U64_MAX];
 
-		snprintf(num, sizeof(num), "%" PRIu64, t);
+		decimal_u64(num, t);
 		if (proxy_req_set_header(fr->req, "x-amz-meta-fencing-epoch", num) < 0 ||
 		    proxy_req_set_header(fr->req, "x-amz-meta-fencing-lock", lk->name) < 0)
 			return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	}
 	if (!f->s3_endpoint) {
 		/* embedded: s3local does the object CAS (s3local.h contract) */
-		char num[24], cur[24];
+		char num[DECIMAL_U64_MAX], cur[DECIMAL_U64_MAX];
 
-		snprintf(num, sizeof(num), "%" PRIu64, t);
-		snprintf(cur, sizeof(cur), "%" PRIu64, lk->high_water);
+		decimal_u64(num, t);
+		decimal_u64(cur, lk->high_water);
 		if ((fr->kind == S3_OBJECT_DELETE &&
 		     proxy_req_set_header(fr->req, "X-Fencing-Epoch-Check", num) < 0) ||
 		    proxy_req_set_header(fr->req, "X-Fencing-Epoch-Current", cur) < 0)

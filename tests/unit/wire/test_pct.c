@@ -1,8 +1,8 @@
 /* test_pct.c — the one codec (wire/pct.c) and query splitting
  * (wire/query.c): strict decoding (every malformed escape refused, never
  * passed through), '+' and %00 by flag, AWS URI encoding, hex, buffer
- * bounds, and query parameters with duplicates, empty values and bad
- * escapes. */
+ * bounds, decimal numbers without printf (decimal.h), and query parameters
+ * with duplicates, empty values and bad escapes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "wire/decimal.h"
 #include "wire/pct.h"
 #include "wire/query.h"
 
@@ -236,9 +237,28 @@ static void test_query_limit(void **state)
 	query_free(NULL);
 }
 
+/* decimal_u64 (wire/decimal.h) against printf's answer, ends included. */
+static void test_decimal_u64(void **state)
+{
+	static const uint64_t cases[] = { 0, 1, 9, 10, 99, 100, 4096, 1234567890,
+					  UINT64_C(9999999999999999999),
+					  UINT64_C(10000000000000000000), UINT64_MAX };
+	char got[DECIMAL_U64_MAX], want[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = decimal_u64(got, cases[i]);
+
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)cases[i]);
+		assert_string_equal(got, want);
+		assert_int_equal(n, strlen(want));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decimal_u64),
 		cmocka_unit_test(test_decode_table),
 		cmocka_unit_test(test_decode_bounds),
 		cmocka_unit_test(test_encode_table),
