@@ -80,7 +80,8 @@ struct upstream_ops {
 	 * connection). The transfer is freed right after this returns.
 	 * detail is a short lowercase message (may be ""). */
 	void (*on_done)(void *arg, enum upstream_result res, const char *detail);
-	/* Optional; when set it is asked instead of read_body. Appends up to
+	/* Optional; when set it is asked instead of read_body (which may
+	 * then be NULL). Appends up to
 	 * max request body bytes (max is up to 64 KiB) to out, by moving or
 	 * referencing the caller's own buffers rather than copying them
 	 * (evbuffer_remove_buffer, evbuffer_add_buffer_reference), and
