@@ -19,7 +19,9 @@
 
 #include <event2/buffer.h>
 
-#define BULK_READ     ((size_t)64 * 1024)
+#define BULK_READ     ((size_t)64 * 1024 - 256) /* with libevent's chain
+					* header, one 64 KiB allocation (64 KiB
+					* would be rounded up to 128 KiB) */
 #define HEAD_READ     ((size_t)4096) /* through a stack buffer (as much as
 					* libevent's reads); more goes by BULK_READ */
 #define BULK_ROUNDS   4      /* reads per read event at most (fairness) */

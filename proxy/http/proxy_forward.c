@@ -221,13 +221,13 @@ out:
 	return rc;
 }
 
-static size_t up_read_body(void *arg, char *buf, size_t len);
+static size_t up_move_body(void *arg, struct evbuffer *out, size_t max);
 static int up_on_head(void *arg, int status, struct front_hdrs *hdrs);
 static int up_on_body(void *arg, const char *data, size_t len);
 static void up_on_done(void *arg, enum upstream_result res, const char *detail);
 
 static const struct upstream_ops up_ops = {
-	.read_body = up_read_body,
+	.move_body = up_move_body,
 	.on_head = up_on_head,
 	.on_body = up_on_body,
 	.on_done = up_on_done,
@@ -393,37 +393,94 @@ void preq_drop_xfer(struct proxy_req *req)
 	preq_put(req);
 }
 
-static size_t up_read_body(void *arg, char *buf, size_t len)
+/* No body byte is pending: the end, or wait (the client's body read on
+ * again if it was paused). */
+static size_t body_none(struct proxy_req *req)
 {
-	struct proxy_req *req = arg;
-	size_t total = evbuffer_get_length(req->body);
-	size_t pending = total - req->sent_off;
-	size_t n;
-
-	if (pending == 0) {
-		if (req->body_ended)
-			return 0;
-		if (req->body_stopped && req->conn) {
-			req->body_stopped = 0;
-			front_conn_read_body(req->conn);
-		}
-		return UPSTREAM_BODY_WAIT;
-	}
-	n = len < pending ? len : pending;
-	if (req->keep_body) {
-		struct evbuffer_ptr pos;
-
-		if (evbuffer_ptr_set(req->body, &pos, req->sent_off, EVBUFFER_PTR_SET) < 0 ||
-		    evbuffer_copyout_from(req->body, &pos, buf, n) < 0)
-			return UPSTREAM_BODY_FAIL;
-		req->sent_off += n;
-	} else if (evbuffer_remove(req->body, buf, n) < 0) {
-		return UPSTREAM_BODY_FAIL;
-	}
-	if (req->body_stopped && pending - n < req->p->body_window / 2 && req->conn) {
+	if (req->body_ended)
+		return 0;
+	if (req->body_stopped && req->conn) {
 		req->body_stopped = 0;
 		front_conn_read_body(req->conn);
 	}
+	return UPSTREAM_BODY_WAIT;
+}
+
+/* Bytes went upstream and left are still pending: the client's body is
+ * read on again once they are under half the window. */
+static void body_gone(struct proxy_req *req, size_t left)
+{
+	if (req->body_stopped && left < req->p->body_window / 2 && req->conn) {
+		req->body_stopped = 0;
+		front_conn_read_body(req->conn);
+	}
+}
+
+/* A kept body's pieces smaller than this are copied: a reference costs a
+ * chain of its own (1 KiB) per chain of the body. */
+#define BODY_REF_MIN ((size_t)8 * 1024)
+
+/* Appends bytes [sent_off, sent_off + n) of the kept body to out without
+ * copying them: read-only references to the body's chains (libevent keeps
+ * those and the body's buffer alive until out lets them go; nothing is
+ * appended into them afterwards). Small pieces are copied. */
+static int body_refer(struct proxy_req *req, struct evbuffer *out, size_t n)
+{
+	struct evbuffer *ref;
+	struct evbuffer_ptr pos;
+	struct evbuffer_iovec v;
+	int rc = -1;
+
+	if (n < BODY_REF_MIN) {
+		/* extent by extent, into the free space after the head */
+		if (evbuffer_ptr_set(req->body, &pos, req->sent_off, EVBUFFER_PTR_SET) < 0)
+			return -1;
+		while (n > 0) {
+			size_t k;
+
+			if (evbuffer_peek(req->body, n, &pos, &v, 1) < 1 || v.iov_len == 0)
+				return -1;
+			k = v.iov_len < n ? v.iov_len : n;
+			if (evbuffer_add(out, v.iov_base, k) < 0)
+				return -1;
+			n -= k;
+			if (n && evbuffer_ptr_set(req->body, &pos, k, EVBUFFER_PTR_ADD) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	/* ref is new and empty: evbuffer_add_buffer_reference frees an empty
+	 * chain of its destination without forgetting it (libevent 2.1) */
+	ref = evbuffer_new();
+	if (!ref)
+		return -1;
+	if (evbuffer_add_buffer_reference(ref, req->body) == 0 &&
+	    evbuffer_drain(ref, req->sent_off) == 0 &&
+	    evbuffer_remove_buffer(ref, out, n) == (int)n)
+		rc = 0;
+	evbuffer_free(ref);
+	return rc;
+}
+
+/* The next body bytes into the connection's output: the body's chains
+ * moved (a body not kept for a re-send) or referenced (a kept one). */
+static size_t up_move_body(void *arg, struct evbuffer *out, size_t max)
+{
+	struct proxy_req *req = arg;
+	size_t pending = evbuffer_get_length(req->body) - req->sent_off;
+	size_t n;
+
+	if (pending == 0)
+		return body_none(req);
+	n = max < pending ? max : pending;
+	if (req->keep_body) {
+		if (body_refer(req, out, n) < 0)
+			return UPSTREAM_BODY_FAIL;
+		req->sent_off += n;
+	} else if (evbuffer_remove_buffer(req->body, out, n) != (int)n) {
+		return UPSTREAM_BODY_FAIL;
+	}
+	body_gone(req, pending - n);
 	return n;
 }
 

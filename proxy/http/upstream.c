@@ -1,7 +1,8 @@
 /* upstream.c — HTTP/1.1 transfers to the upstream on the daemon's own
  * libevent loop: the request head built once and written with one
- * evbuffer_add, the body pulled from read_body in large pieces (chunked when
- * its length is unknown, after 100 Continue when asked), the response
+ * evbuffer_add, the body pulled from read_body (or moved by move_body) in
+ * large pieces (chunked when its length is unknown, after 100 Continue
+ * when asked), the response
  * parsed by upstream_parse.c, connections from upstream_conn.c's pool. It
  * owns the timeouts (connect, first byte, idle, total; the progress timer
  * stops while the transfer waits on its consumer), back-pressure both ways
@@ -73,6 +74,8 @@ static void xfer_free(struct upstream_xfer *x)
 	if (x->total)
 		event_free(x->total);
 	up_parse_clear(x);
+	if (x->piece)
+		evbuffer_free(x->piece);
 	free(x->head);
 	free(x->t.origin); /* t.host is in the same block */
 	free(x);
@@ -219,6 +222,43 @@ static enum pump_step pump_piece(struct upstream_xfer *x, struct evbuffer_iovec 
 	return n + frame < room ? PUMP_SHORT : PUMP_GOT;
 }
 
+/* Asks move_body for up to want bytes into out; a chunk's size line goes
+ * before them and its CRLF after (through x->piece) when the length is
+ * unknown. */
+static enum pump_step pump_move(struct upstream_xfer *x, struct evbuffer *out, size_t want,
+				size_t frame)
+{
+	struct evbuffer *dst = out;
+	size_t before, n;
+	char line[10];
+
+	if (frame && !x->piece && !(x->piece = evbuffer_new()))
+		return PUMP_FAIL;
+	if (frame)
+		dst = x->piece;
+	before = evbuffer_get_length(dst);
+	x->depth++;
+	n = x->ops.move_body(x->arg, dst, want);
+	x->depth--;
+	if (n == UPSTREAM_BODY_WAIT || n == 0)
+		return n ? PUMP_WAIT : PUMP_END;
+	if (n == UPSTREAM_BODY_FAIL || n > want || evbuffer_get_length(dst) - before != n)
+		return PUMP_FAIL;
+	if (frame) {
+		static const char hex[] = "0123456789abcdef";
+
+		for (int i = 0; i < 8; i++)
+			line[i] = hex[(n >> (4 * (7 - i))) & 0xf];
+		line[8] = '\r';
+		line[9] = '\n';
+		if (evbuffer_add(out, line, 10) < 0 || evbuffer_add_buffer(out, dst) < 0 ||
+		    evbuffer_add(out, "\r\n", 2) < 0)
+			return PUMP_FAIL;
+	}
+	x->body_taken += (int64_t)n;
+	return n < want ? PUMP_SHORT : PUMP_GOT;
+}
+
 /* 1 while the request body may be pumped: connected, not all sent, not
  * waiting for 100 Continue or for read_body to have more. */
 static int pump_can_run(const struct upstream_xfer *x)
@@ -229,7 +269,8 @@ static int pump_can_run(const struct upstream_xfer *x)
 
 /* Fills the connection's output from read_body up to UP_SEND_WINDOW, in
  * pieces of up to UP_BODY_PIECE read straight into the output buffer (the
- * free space of its last chunk first: small pieces allocate nothing). */
+ * free space of its last chunk first: small pieces allocate nothing), or
+ * from move_body when the caller has one (no copy here). */
 static void xfer_pump(struct upstream_xfer *x)
 {
 	struct evbuffer *out;
@@ -255,6 +296,12 @@ static void xfer_pump(struct upstream_xfer *x)
 			}
 			if ((int64_t)want > left)
 				want = (size_t)left;
+		}
+		if (x->ops.move_body) {
+			step = pump_move(x, out, want, frame);
+			if (x->dead)
+				return;
+			continue;
 		}
 		nv = evbuffer_reserve_space(out, (ev_ssize_t)(want + frame), v, 2);
 		if (nv < 1) {

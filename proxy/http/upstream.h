@@ -19,6 +19,7 @@
 
 #include "front.h"
 
+struct evbuffer;
 struct upstream;
 struct upstream_xfer;
 
@@ -79,6 +80,16 @@ struct upstream_ops {
 	 * connection). The transfer is freed right after this returns.
 	 * detail is a short lowercase message (may be ""). */
 	void (*on_done)(void *arg, enum upstream_result res, const char *detail);
+	/* Optional; when set it is asked instead of read_body (which may
+	 * then be NULL). Appends up to
+	 * max request body bytes (max is up to 64 KiB) to out, by moving or
+	 * referencing the caller's own buffers rather than copying them
+	 * (evbuffer_remove_buffer, evbuffer_add_buffer_reference), and
+	 * returns how many: out grew by exactly that many bytes, the next
+	 * ones of the body, unframed. The other returns as read_body's, with
+	 * out unchanged. The bytes must stay valid and unchanged until out
+	 * lets them go (a reference keeps them so by itself). */
+	size_t (*move_body)(void *arg, struct evbuffer *out, size_t max);
 };
 
 struct upstream_request {

@@ -104,6 +104,7 @@ struct upstream_xfer {
 	struct event *kick;          /* deferred work on the loop */
 	/* timer and kick are in x's own allocation, after x (upstream_start) */
 	struct evbuffer *held;       /* body bytes on_body did not take */
+	struct evbuffer *piece;      /* move_body's piece, framed (chunked) */
 	http_parser hp;
 	struct front_hdrs hdrs;      /* the response head being parsed */
 	struct up_str field, value;

@@ -107,7 +107,7 @@ static void stop_cb(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(arg);
 }
 
-static const struct upstream_ops ops = { read_body, on_head, on_body, on_done };
+static const struct upstream_ops ops = { read_body, on_head, on_body, on_done, NULL };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

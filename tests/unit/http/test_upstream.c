@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "http/upstream.h"
@@ -404,6 +405,7 @@ struct cli {
 	int pause_every;   /* on_body says 1 every n-th call */
 	int calls_rd, calls_body;
 	int cancel_in_head, cancel_in_body;
+	int move;          /* the body through move_body */
 };
 
 static void resume_send_cb(evutil_socket_t fd, short what, void *arg)
@@ -497,7 +499,26 @@ static void c_on_done(void *arg, enum upstream_result res, const char *detail)
 	event_base_loopbreak(c->base);
 }
 
-static const struct upstream_ops cli_ops = { c_read_body, c_on_head, c_on_body, c_on_done };
+static const struct upstream_ops cli_ops = { c_read_body, c_on_head, c_on_body, c_on_done, NULL };
+
+/* The same bytes through move_body: made in a buffer of their own, moved. */
+static size_t c_move_body(void *arg, struct evbuffer *out, size_t max)
+{
+	static char buf[64 * 1024];
+	struct evbuffer *piece = evbuffer_new();
+	size_t n = c_read_body(arg, buf, max < sizeof(buf) ? max : sizeof(buf));
+
+	assert_non_null(piece);
+	if (n && n != UPSTREAM_BODY_WAIT &&
+	    (evbuffer_add(piece, buf, n) < 0 || evbuffer_add_buffer(out, piece) < 0))
+		n = UPSTREAM_BODY_FAIL;
+	evbuffer_free(piece);
+	return n;
+}
+
+static const struct upstream_ops move_ops = { c_read_body, c_on_head, c_on_body, c_on_done,
+					      c_move_body };
+static int rows_move; /* run_row: every request's body through move_body */
 
 static void stop_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -522,7 +543,7 @@ static void cli_run(struct upstream *u, struct cli *c, const char *method, const
 	r.expect_continue = expect;
 	r.head = strcmp(method, "HEAD") == 0;
 	c->send_len = body_length >= 0 ? body_length : body_length == -2 ? c->send_len : 0;
-	c->x = upstream_start(u, &r, &cli_ops, c, err, sizeof(err));
+	c->x = upstream_start(u, &r, c->move ? &move_ops : &cli_ops, c, err, sizeof(err));
 	front_hdrs_clear(&h);
 	assert_non_null(c->x);
 	stop = evtimer_new(c->base, stop_cb, c->base); /* not loopexit: it would outlive this run */
@@ -622,6 +643,7 @@ static void run_row(const struct row *w)
 		c.send_len = w->send_len;
 		c.wait_every = w->wait_every;
 		c.pause_every = w->pause_every;
+		c.move = rows_move;
 		cli_run(u, &c, w->method, url, w->body_length, w->expect);
 		if (i < w->repeat - 1) /* only the last one may fail */
 			assert_int_equal(c.res, UPSTREAM_OK);
@@ -662,6 +684,18 @@ static void test_rows(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		run_row(&rows[i]);
+}
+
+/* The rows with a request body again, the body through move_body (framed
+ * as chunks when its length is unknown). */
+static void test_rows_moved(void **state)
+{
+	(void)state;
+	rows_move = 1;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (rows[i].body_length != -1)
+			run_row(&rows[i]);
+	rows_move = 0;
 }
 
 /* ---- cases that are not rows ------------------------------------------------ */
@@ -798,6 +832,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_rows_moved),
 		cmocka_unit_test(test_connect_refused),
 		cmocka_unit_test(test_cancel_inside),
 		cmocka_unit_test(test_free_in_flight),

@@ -120,7 +120,7 @@ static void c_on_done(void *arg, enum upstream_result res, const char *detail)
 	event_base_loopbreak(c->base);
 }
 
-static const struct upstream_ops ops = { c_read_body, c_on_head, c_on_body, c_on_done };
+static const struct upstream_ops ops = { c_read_body, c_on_head, c_on_body, c_on_done, NULL };
 
 static void run(size_t piece)
 {
