@@ -261,7 +261,11 @@ run_layout() { # one|all
 		done >"$work/ports"
 		note "holding (BENCH_HOLD=1): target port pid in $work/ports:"
 		cat "$work/ports" >&2
-		while :; do sleep 3600; done
+		# in the background, so that a signal ends the wait at once (and
+		# the trap stops every server, the sleep included)
+		sleep infinity &
+		pids+=("$!")
+		wait "$!"
 	fi
 	for t in "${targets[@]}"; do
 		for c in get put1k put64k stale; do
