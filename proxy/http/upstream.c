@@ -49,7 +49,7 @@ void upstream_config_default(struct upstream_config *c)
 	c->idle_timeout_ms = 60000;
 	c->total_timeout_ms = 0;
 	c->expect_timeout_ms = 1000;
-	c->max_connections = 64;
+	c->max_connections = 512; /* HAProxy keeps every idle one by default */
 }
 
 /* ---- the transfer's life ------------------------------------------------- */

@@ -44,7 +44,10 @@ struct upstream_config {
 				     * client keeps up (60 s) */
 	long total_timeout_ms;      /* whole transfer; 0 = none (default) */
 	long expect_timeout_ms;     /* wait for "100 Continue" (1 s) */
-	long max_connections;       /* idle connections kept for reuse (64) */
+	long max_connections;       /* idle connections kept for reuse, per
+				     * loop (512: at least the requests a
+				     * worker has in flight, or each burst
+				     * opens and closes connections) */
 	const char *ca_file;        /* NULL: system CAs */
 	int insecure;               /* 1: do not verify TLS certificates */
 };
