@@ -102,6 +102,11 @@ void front_hdrs_clear(struct front_hdrs *h);
 /* 1 if the comma-separated list value contains token (case-insensitive). */
 int front_list_has(const char *value, const char *token);
 
+/* The next token of the comma-separated list at *pos (spaces and tabs
+ * around it trimmed, empty elements skipped): returns its start with its
+ * length in *len and moves *pos past it, or NULL at the end. */
+const char *front_list_next(const char **pos, size_t *len);
+
 /* ---- request parsing ----------------------------------------------------- */
 
 struct front_limits {

@@ -217,27 +217,34 @@ void front_hdrs_clear(struct front_hdrs *h)
 	memset(h, 0, sizeof(*h));
 }
 
+const char *front_list_next(const char **pos, size_t *len)
+{
+	const char *p = *pos, *end;
+
+	while (*p == ' ' || *p == '\t' || *p == ',')
+		p++;
+	if (!*p) {
+		*pos = p;
+		return NULL;
+	}
+	end = p;
+	while (*end && *end != ',')
+		end++;
+	*len = (size_t)(end - p);
+	while (*len && (p[*len - 1] == ' ' || p[*len - 1] == '\t'))
+		(*len)--;
+	*pos = end;
+	return p;
+}
+
 int front_list_has(const char *value, const char *token)
 {
-	size_t tlen = strlen(token);
-	const char *p = value;
+	size_t tlen = strlen(token), len;
+	const char *pos = value, *t;
 
-	while (p && *p) {
-		const char *end;
-		size_t len;
-
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		end = p;
-		while (*end && *end != ',')
-			end++;
-		len = (size_t)(end - p);
-		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-			len--;
-		if (len == tlen && strncasecmp(p, token, tlen) == 0)
+	while (pos && (t = front_list_next(&pos, &len)))
+		if (len == tlen && strncasecmp(t, token, tlen) == 0)
 			return 1;
-		p = end;
-	}
 	return 0;
 }
 

@@ -34,33 +34,21 @@ static void conn_tokens_find(const struct front_hdrs *all, struct conn_tokens *c
 	ct->overflow = 0;
 	ct->all = all;
 	for (size_t i = 0; i < all->n; i++) {
-		const char *p = all->v[i].value;
+		const char *p = all->v[i].value, *t;
+		size_t len;
 
 		if (!FRONT_HDR_IS(&all->v[i], "Connection"))
 			continue;
-		/* the same splitting as front_list_has */
-		while (*p) {
-			const char *end;
-			size_t len;
-
-			while (*p == ' ' || *p == '\t' || *p == ',')
-				p++;
-			end = p;
-			while (*end && *end != ',')
-				end++;
-			len = (size_t)(end - p);
-			while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-				len--;
-			if (len) {
-				if (ct->n == sizeof(ct->t) / sizeof(ct->t[0])) {
-					ct->overflow = 1;
-					return;
-				}
-				ct->t[ct->n].p = p;
-				ct->t[ct->n].len = len;
-				ct->n++;
+		while ((t = front_list_next(&p, &len))) {
+			if (!len)
+				continue;
+			if (ct->n == sizeof(ct->t) / sizeof(ct->t[0])) {
+				ct->overflow = 1;
+				return;
 			}
-			p = end;
+			ct->t[ct->n].p = t;
+			ct->t[ct->n].len = len;
+			ct->n++;
 		}
 	}
 }

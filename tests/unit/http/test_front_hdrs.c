@@ -168,6 +168,40 @@ static void test_list_has(void **state)
 	assert_false(front_list_has(NULL, "close"));
 }
 
+/* front_list_next: every token of a list, trimmed, empty elements skipped. */
+static void test_list_next(void **state)
+{
+	static const struct {
+		const char *list;
+		const char *tokens; /* the tokens joined with '|' */
+	} cases[] = {
+		{ "", "" },
+		{ " , ,\t", "" },
+		{ "close", "close" },
+		{ "keep-alive, Upgrade", "keep-alive|Upgrade" },
+		{ " a ,,\tb\t, c d ,", "a|b|c d" },
+		{ "x-1,x-2,x-3", "x-1|x-2|x-3" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char got[64] = "";
+		const char *pos = cases[i].list, *t;
+		size_t len, n = 0;
+
+		while ((t = front_list_next(&pos, &len))) {
+			assert_true(len > 0 && n + len + 1 < sizeof(got));
+			if (n)
+				got[n++] = '|';
+			memcpy(got + n, t, len);
+			n += len;
+			got[n] = '\0';
+		}
+		assert_string_equal(got, cases[i].tokens);
+		assert_null(front_list_next(&pos, &len)); /* stays at the end */
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -177,6 +211,7 @@ int main(void)
 		cmocka_unit_test(test_init_and_refs),
 		cmocka_unit_test(test_move),
 		cmocka_unit_test(test_list_has),
+		cmocka_unit_test(test_list_next),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
