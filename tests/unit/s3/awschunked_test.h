@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "s3/awschunked.h"
+#include "tests/unit/testdata.h"
 #include "wire/sigv4.h"
 
 #define TESTDATA_DEFAULT "tests/testdata/sigv4"
@@ -262,34 +263,9 @@ static inline struct awschunked_params small_params(int with_trailer)
 
 static inline int load_doc(void **state)
 {
-	const char *env = getenv("FENCE_SIGV4_TESTDATA");
-	char path[PATH_MAX];
-	FILE *f;
-	char *text;
-	long len;
-
 	(void)state;
-	snprintf(path, sizeof(path), "%s/s3-doc-examples.json",
-		 env && *env ? env : TESTDATA_DEFAULT);
-	f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "test_awschunked: cannot open %s (run from the repo "
-			"root or set FENCE_SIGV4_TESTDATA)\n", path);
-		return -1;
-	}
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	text = malloc((size_t)len + 1);
-	if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-		fclose(f);
-		free(text);
-		return -1;
-	}
-	fclose(f);
-	text[len] = '\0';
-	doc = cJSON_Parse(text);
-	free(text);
+	doc = testdata_json("FENCE_SIGV4_TESTDATA", TESTDATA_DEFAULT, "s3-doc-examples.json",
+			    "test_awschunked");
 	if (!doc)
 		return -1;
 	sigv4_signing_key(DOC_SECRET, "20130524", "us-east-1", "s3", doc_key);

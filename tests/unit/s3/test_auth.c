@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "authv4test.h"
+#include "tests/unit/testdata.h"
 
 #define TESTDATA_DEFAULT "tests/testdata/sigv4"
 #define DOC_NOW    ((time_t)1369353600) /* 2013-05-24T00:00:00Z */
@@ -491,34 +492,9 @@ static void test_constant_time_compare_used(void **state)
 
 static int load_doc(void **state)
 {
-	const char *env = getenv("FENCE_SIGV4_TESTDATA");
-	char path[PATH_MAX];
-	FILE *f;
-	char *text;
-	long len;
-
 	(void)state;
-	snprintf(path, sizeof(path), "%s/s3-doc-examples.json",
-		 env && *env ? env : TESTDATA_DEFAULT);
-	f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "test_auth: cannot open %s (run from the repo root or "
-			"set FENCE_SIGV4_TESTDATA)\n", path);
-		return -1;
-	}
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	text = malloc((size_t)len + 1);
-	if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-		fclose(f);
-		free(text);
-		return -1;
-	}
-	fclose(f);
-	text[len] = '\0';
-	doc = cJSON_Parse(text);
-	free(text);
+	doc = testdata_json("FENCE_SIGV4_TESTDATA", TESTDATA_DEFAULT, "s3-doc-examples.json",
+			    "test_auth");
 	return doc ? 0 : -1;
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include "tests/unit/testdata.h"
 
 #include "wire/sigv2.h"
 
@@ -192,27 +193,9 @@ static void test_signature_compare(void **state)
 
 static int load_doc(void **state)
 {
-	const char *env = getenv("FENCE_SIGV2_TESTDATA");
-	char path[PATH_MAX];
-	char *text = NULL;
-	long len;
-	FILE *f;
-
 	(void)state;
-	snprintf(path, sizeof(path), "%s/s3-doc-examples.json", env && *env ? env : TESTDATA_DEFAULT);
-	f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr, "test_sigv2: cannot open %s (run from the repo root or set "
-			"FENCE_SIGV2_TESTDATA)\n", path);
-		return -1;
-	}
-	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (text = malloc((size_t)len + 1)) && fread(text, 1, (size_t)len, f) == (size_t)len) {
-		text[len] = '\0';
-		doc = cJSON_Parse(text);
-	}
-	fclose(f);
-	free(text);
+	doc = testdata_json("FENCE_SIGV2_TESTDATA", TESTDATA_DEFAULT, "s3-doc-examples.json",
+			    "test_sigv2");
 	return doc ? 0 : -1;
 }
 
