@@ -1,9 +1,9 @@
-/* authtest.h — the request under test that test_auth.c (SigV4) and
- * test_auth_v2.c (SigV2) share: a head (method, path, query, headers) run
- * through auth_verify_head with the including file's lookup() secrets,
+/* authtest.h — what test_auth.c (SigV4) and test_auth_v2.c (SigV2) share:
+ * the access keys of the S3 documentation and of a worker with the lookup()
+ * over them, the clock (NOW), and the request under test: a head (method,
+ * path, query, headers) run through auth_verify_head with those secrets,
  * and the two expectations, verified or refused with a given S3 error.
- * Test code only: include it after defining
- *   static const char *lookup(void *arg, const char *access_key); */
+ * Test code only. */
 #ifndef FENCE_TEST_AUTHTEST_H
 #define FENCE_TEST_AUTHTEST_H
 
@@ -12,6 +12,22 @@
 
 #include "http/front.h"
 #include "s3/auth.h"
+
+#define DOC_KEY       "AKIAIOSFODNN7EXAMPLE"
+#define DOC_SECRET    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+#define WORKER_KEY    "AKIAWORKER1"
+#define WORKER_SECRET "worker/secret+key"
+#define NOW           ((time_t)1700000000) /* Tue, 14 Nov 2023 22:13:20 GMT */
+
+static inline const char *lookup(void *arg, const char *access_key)
+{
+	(void)arg;
+	if (strcmp(access_key, DOC_KEY) == 0)
+		return DOC_SECRET;
+	if (strcmp(access_key, WORKER_KEY) == 0)
+		return WORKER_SECRET;
+	return NULL;
+}
 
 struct treq {
 	const char *method;

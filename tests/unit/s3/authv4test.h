@@ -1,7 +1,7 @@
-/* authv4test.h — what test_auth.c and test_auth_refusals.c share: the
- * access keys of the S3 documentation and of a worker, the lookup() over
- * them that authtest.h verifies with, sign() (wire/sigv4.c signing a
- * request under test) and a typical signed worker PUT at NOW. Test code only. */
+/* authv4test.h — what test_auth.c and test_auth_refusals.c share beyond
+ * authtest.h (the access keys, lookup(), NOW, the request under test):
+ * sign() (wire/sigv4.c signing a request under test) and a typical signed
+ * worker PUT at NOW. Test code only. */
 #ifndef FENCE_TEST_AUTHV4TEST_H
 #define FENCE_TEST_AUTHV4TEST_H
 
@@ -20,25 +20,8 @@
 #include "http/front.h"
 #include "wire/sigv4.h"
 
-#define DOC_KEY    "AKIAIOSFODNN7EXAMPLE"
-#define DOC_SECRET "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-
-
-#define WORKER_KEY    "AKIAWORKER1"
-#define WORKER_SECRET "worker/secret+key"
-#define NOW           ((time_t)1700000000) /* 2023-11-14T22:13:20Z */
 #define NOW_DATE8     "20231114"
 #define ZERO_SIG "0000000000000000000000000000000000000000000000000000000000000000"
-
-static inline const char *lookup(void *arg, const char *access_key)
-{
-	(void)arg;
-	if (strcmp(access_key, DOC_KEY) == 0)
-		return DOC_SECRET;
-	if (strcmp(access_key, WORKER_KEY) == 0)
-		return WORKER_SECRET;
-	return NULL;
-}
 
 /* ---- a request under test: authtest.h ------------------------------------- */
 

@@ -20,23 +20,8 @@
 #include "wire/sigv2.h"
 #include "wire/sigv4.h"
 
-#define DOC_KEY       "AKIAIOSFODNN7EXAMPLE"
-#define DOC_SECRET    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-#define WORKER_KEY    "AKIAWORKER1"
-#define WORKER_SECRET "worker/secret+key"
-#define NOW           ((time_t)1700000000) /* Tue, 14 Nov 2023 22:13:20 GMT */
 #define NOW_HTTP      "Tue, 14 Nov 2023 22:13:20 GMT"
 #define NOW_PLUS0     "Tue, 14 Nov 2023 22:13:20 +0000"
-
-static const char *lookup(void *arg, const char *access_key)
-{
-	(void)arg;
-	if (strcmp(access_key, DOC_KEY) == 0)
-		return DOC_SECRET;
-	if (strcmp(access_key, WORKER_KEY) == 0)
-		return WORKER_SECRET;
-	return NULL;
-}
 
 #include "authtest.h"
 
