@@ -162,10 +162,10 @@ static void self_test_config(const struct worker *w, const struct policy *pol,
 static int add_handlers(struct worker *w)
 {
 	const struct proxy_handler hs[] = {
-		{ "authz", authz_on_request, w->authz },
-		{ "lockapi", lockapi_on_request, w->api },
-		{ "fencing", fencing_on_request, w->fencing },
-		{ "s3local", s3local_handler, w->s3local },
+		{ "authz", authz_on_request, w->authz, NULL },
+		{ "lockapi", lockapi_on_request, w->api, NULL },
+		{ "fencing", fencing_on_request, w->fencing, fencing_owned_prefixes },
+		{ "s3local", s3local_handler, w->s3local, NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++)

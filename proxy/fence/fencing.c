@@ -281,8 +281,8 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 		char num[DECIMAL_U64_MAX];
 
 		decimal_u64(num, t);
-		if (proxy_req_set_header(fr->req, "x-amz-meta-fencing-epoch", num) < 0 ||
-		    proxy_req_set_header(fr->req, "x-amz-meta-fencing-lock", lk->name) < 0)
+		if (proxy_req_fwd_set(fr->req, "x-amz-meta-fencing-epoch", num) < 0 ||
+		    proxy_req_fwd_set(fr->req, "x-amz-meta-fencing-lock", lk->name) < 0)
 			return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	}
 	if (!f->s3_endpoint) {
@@ -292,8 +292,8 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 		decimal_u64(num, t);
 		decimal_u64(cur, lk->high_water);
 		if ((fr->kind == S3_OBJECT_DELETE &&
-		     proxy_req_set_header(fr->req, "X-Fencing-Epoch-Check", num) < 0) ||
-		    proxy_req_set_header(fr->req, "X-Fencing-Epoch-Current", cur) < 0)
+		     proxy_req_fwd_set(fr->req, "X-Fencing-Epoch-Check", num) < 0) ||
+		    proxy_req_fwd_set(fr->req, "X-Fencing-Epoch-Current", cur) < 0)
 			return fencing_reply_error(fr, 500, "InternalError", "out of memory",
 						   false, 0);
 		return PROXY_PASS;
@@ -338,6 +338,8 @@ struct token fencing_read_token(struct proxy_req *req)
 			token_add(&t, h->v[i].value, strlen(h->v[i].value));
 	return t;
 }
+
+const char *const fencing_owned_prefixes[] = { "x-fencing-", "x-amz-meta-fencing-", NULL };
 
 static void req_done(const struct proxy_summary *s, void *arg);
 

@@ -105,6 +105,12 @@ void fencing_free(struct fencing *f);
 /* proxy_handler.on_request; arg is the struct fencing. PASSes /_fence/. */
 enum proxy_action fencing_on_request(struct proxy_req *req, void *arg);
 
+/* proxy_handler.owns for the fencing handler: the header names fencing
+ * alone may put on a forwarded request ("x-fencing-", the token, the lock,
+ * the embedded store's epoch fields; "x-amz-meta-fencing-", the stamp). A
+ * client's are read here and never forwarded. */
+extern const char *const fencing_owned_prefixes[];
+
 /* Upstream requests (forwards, re-sends and HEADs) issued so far. */
 unsigned long fencing_upstream_requests(const struct fencing *f);
 

@@ -34,36 +34,6 @@ static void copy_job_free(struct copy_job *j)
 	free(j);
 }
 
-/* x-amz-copy-source: "[/]BUCKET/KEY" percent-encoded, maybe "?versionId=".
- * Returns 0, 1 for a version (refused), -1 malformed. */
-static int parse_source(const char *v, struct copy_job *j)
-{
-	const char *slash, *q;
-	size_t blen;
-	char *decoded;
-
-	if (*v == '/')
-		v++;
-	q = strchr(v, '?');
-	if (q)
-		return 1;
-	slash = strchr(v, '/');
-	if (!slash || slash == v || !slash[1])
-		return -1;
-	blen = (size_t)(slash - v);
-	if (blen >= sizeof(j->bucket))
-		return -1;
-	memcpy(j->bucket, v, blen);
-	j->bucket[blen] = '\0';
-	decoded = pct_decode_dup(slash + 1, strlen(slash + 1), PCT_NO_NUL, NULL);
-	if (!decoded || !lockreg_bucket_valid(j->bucket)) {
-		free(decoded);
-		return -1;
-	}
-	j->key = decoded;
-	return 0;
-}
-
 static void copy_run(void *arg)
 {
 	struct copy_job *j = arg;
@@ -82,22 +52,15 @@ static int clear_client_metadata(struct proxy_req *req)
 {
 	const struct front_hdrs *h = proxy_req_headers(req);
 
-	for (size_t i = 0; i < h->n;) {
+	for (size_t i = 0; i < h->n; i++) {
 		const char *n = h->v[i].name;
 
 		if (strncasecmp(n, "x-amz-meta-", 11) == 0 &&
-		    strncasecmp(n + 11, "fencing-", 8) != 0) {
-			char name[256];
-
-			snprintf(name, sizeof(name), "%s", n);
-			if (proxy_req_set_header(req, name, NULL) < 0)
-				return -1;
-			continue; /* the list moved up */
-		}
-		i++;
+		    strncasecmp(n + 11, "fencing-", 8) != 0 && proxy_req_fwd_set(req, n, NULL) < 0)
+			return -1;
 	}
 	for (int i = 0; i < STORE_HDR_COUNT; i++)
-		if (proxy_req_set_header(req, store_hdr_names[i], NULL) < 0)
+		if (proxy_req_fwd_set(req, store_hdr_names[i], NULL) < 0)
 			return -1;
 	return 0;
 }
@@ -117,21 +80,21 @@ static int replace_with_source(struct freq *fr, const struct store_result *src)
 		return -1;
 	}
 	if (clear_client_metadata(req) < 0 ||
-	    proxy_req_set_header(req, "x-amz-metadata-directive", "REPLACE") < 0 ||
-	    proxy_req_set_header(req, "Content-Type",
+	    proxy_req_fwd_set(req, "x-amz-metadata-directive", "REPLACE") < 0 ||
+	    proxy_req_fwd_set(req, "Content-Type",
 				 src->content_type[0] ? src->content_type : NULL) < 0 ||
-	    proxy_req_set_header(req, "x-amz-copy-source-if-match", src->etag) < 0)
+	    proxy_req_fwd_set(req, "x-amz-copy-source-if-match", src->etag) < 0)
 		goto nomem;
 	for (size_t i = 0; i < src->nmeta; i++) {
 		if (strncmp(src->meta[i].name, "fencing-", 8) == 0)
 			continue; /* the source's stamp; the copy has its own */
 		snprintf(name, sizeof(name), "x-amz-meta-%s", src->meta[i].name);
-		if (proxy_req_set_header(req, name, src->meta[i].value) < 0)
+		if (proxy_req_fwd_set(req, name, src->meta[i].value) < 0)
 			goto nomem;
 	}
 	for (int i = 0; i < STORE_HDR_COUNT; i++)
 		if (src->headers[i] &&
-		    proxy_req_set_header(req, store_hdr_names[i], src->headers[i]) < 0)
+		    proxy_req_fwd_set(req, store_hdr_names[i], src->headers[i]) < 0)
 			goto nomem;
 	return 0;
 nomem:
@@ -170,24 +133,23 @@ static void copy_done(void *arg)
 
 enum proxy_action fencing_copy_prepare(struct freq *fr)
 {
-	const char *src = proxy_req_header(fr->req, "x-amz-copy-source");
-	struct copy_job *j = calloc(1, sizeof(*j));
-	int r;
+	const struct s3req *m = s3req_of(fr->req);
+	struct copy_job *j;
 
-	if (!j)
+	if (!m || !m->copy.key) /* s3req.c refuses a copy without a source */
+		return fencing_reply_error(fr, 500, "InternalError", "no copy source", false, 0);
+	if (m->copy.version)
+		return fencing_reply_error(fr, 501, "NotImplemented",
+					   "a fenced copy of one version of an object needs "
+					   "x-amz-metadata-directive: REPLACE", false, 0);
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->key = strdup(m->copy.key))) {
+		free(j);
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
+	}
 	j->fr = fr;
 	j->res = (struct store_result)STORE_RESULT_INIT;
-	r = src ? parse_source(src, j) : -1;
-	if (r != 0) {
-		copy_job_free(j);
-		if (r > 0)
-			return fencing_reply_error(fr, 501, "NotImplemented",
-						   "a fenced copy of one version of an object needs "
-						   "x-amz-metadata-directive: REPLACE", false, 0);
-		return fencing_reply_error(fr, 400, "InvalidArgument",
-					   "x-amz-copy-source is not BUCKET/KEY", false, 0);
-	}
+	snprintf(j->bucket, sizeof(j->bucket), "%s", m->copy.bucket);
 	if (jobs_submit(fr->f->jobs, copy_run, copy_done, j) < 0) {
 		copy_job_free(j);
 		return fencing_reply_error(fr, 503, "SlowDown", "the worker pool is busy", false, 0);

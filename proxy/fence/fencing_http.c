@@ -47,8 +47,8 @@ static enum proxy_action http_forward(struct freq *fr)
 	snprintf(num, sizeof(num), "%" PRIu64, fr->epoch);
 	fr->barrier_counted = true;
 	fr->verdict = fence_strverdict(FENCE_FORWARD);
-	if (proxy_req_set_header(fr->req, "X-Fencing-Token", num) < 0 ||
-	    proxy_req_set_header(fr->req, "X-Fencing-Lock", fr->lock->name) < 0)
+	if (proxy_req_fwd_set(fr->req, "X-Fencing-Token", num) < 0 ||
+	    proxy_req_fwd_set(fr->req, "X-Fencing-Lock", fr->lock->name) < 0)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	return PROXY_PASS;
 }

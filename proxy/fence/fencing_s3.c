@@ -178,8 +178,8 @@ static enum proxy_action start_head(struct freq *fr, int after_response)
  * etag NULL, absent (If-None-Match: *); the other condition is removed. */
 static enum proxy_action forward_conditioned(struct freq *fr, const char *etag, bool ours)
 {
-	if (proxy_req_set_header(fr->req, etag ? "If-Match" : "If-None-Match", etag ? etag : "*") < 0 ||
-	    proxy_req_set_header(fr->req, etag ? "If-None-Match" : "If-Match", NULL) < 0)
+	if (proxy_req_fwd_set(fr->req, etag ? "If-Match" : "If-None-Match", etag ? etag : "*") < 0 ||
+	    proxy_req_fwd_set(fr->req, etag ? "If-None-Match" : "If-Match", NULL) < 0)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	fr->our_condition = ours;
 	fr->cond_if_match = etag != NULL;
@@ -472,15 +472,12 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 /* Headers the proxy owns (DESIGN.md "Fail closed"; s3local.h's contract):
  * a client may not set an object's fencing epoch, nor speak to the
  * embedded store for the proxy. The token and the lock name are taken
- * from the request here and not forwarded as metadata: the stamp is the
- * object's only fencing metadata. Returns 0, or -1 after refusing. */
-static int strip_owned_headers(struct freq *fr)
+ * from the request here; none of the client's X-Fencing-* and
+ * x-amz-meta-fencing-* is forwarded (fencing_owned_prefixes): the stamp
+ * fencing sets is the object's only fencing metadata. Returns 0, or -1
+ * after refusing. */
+static int read_owned_headers(struct freq *fr)
 {
-	static const char *const owned[] = {
-		"x-amz-meta-fencing-token", "x-amz-meta-fencing-lock", "X-Fencing-Token",
-		"X-Fencing-Lock", "X-Fencing-Epoch-Check", "X-Fencing-Epoch-Current",
-		"X-Fencing-Hidden-Prefix",
-	};
 	struct proxy_req *req = fr->req;
 	const char *v;
 
@@ -504,11 +501,6 @@ static int strip_owned_headers(struct freq *fr)
 		}
 		snprintf(dst, sizeof(fr->meta_lock), "%s", v ? v : "");
 	}
-	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
-		if (proxy_req_set_header(req, owned[i], NULL) < 0) {
-			fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
-			return -1;
-		}
 	return 0;
 }
 
@@ -625,7 +617,7 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 		fr->verdict = fence_strverdict(FENCE_READ_PASS);
 		return PROXY_PASS;
 	}
-	if (strip_owned_headers(fr) < 0)
+	if (read_owned_headers(fr) < 0)
 		return PROXY_HANDLED;
 	if (m->cls == S3_BUCKET_WRITE || m->cls == S3_BUCKET_CONFIG) {
 		/* bucket administration (create, delete when empty,

@@ -99,6 +99,19 @@ size_t front_hdrs_del(struct front_hdrs *h, const char *name);
 /* Frees every header and zeroes h. Accepts NULL. */
 void front_hdrs_clear(struct front_hdrs *h);
 
+/* Removes the hop-by-hop fields (RFC 9110 7.6.1): Connection, every field
+ * a Connection line names, and Keep-Alive, TE, Trailer, Upgrade and
+ * Proxy-* whatever it says. Done once, when a message is parsed, so that
+ * what handlers judge is what can be forwarded and nothing downstream
+ * consults Connection again. Returns 0, or -1 with a static reason in *why
+ * (h unchanged) when a Connection line names Host, Content-Length or
+ * Transfer-Encoding (the framing cannot be hop-by-hop: refuse the message)
+ * or there are more than 16 Connection lines. */
+int front_hdrs_drop_hop_by_hop(struct front_hdrs *h, const char **why);
+
+/* 1 if e is hop-by-hop whatever Connection says (the fixed set above). */
+int front_hdr_hop_by_hop(const struct front_hdr *e);
+
 /* 1 if the comma-separated list value contains token (case-insensitive). */
 int front_list_has(const char *value, const char *token);
 

@@ -237,14 +237,80 @@ const char *front_list_next(const char **pos, size_t *len)
 	return p;
 }
 
-int front_list_has(const char *value, const char *token)
+/* 1 if the list value has the token name (nlen bytes, case-insensitive). */
+static int list_has_n(const char *value, const char *name, size_t nlen)
 {
-	size_t tlen = strlen(token), len;
+	size_t len;
 	const char *pos = value, *t;
 
 	while (pos && (t = front_list_next(&pos, &len)))
-		if (len == tlen && strncasecmp(t, token, tlen) == 0)
+		if (len == nlen && strncasecmp(t, name, nlen) == 0)
 			return 1;
+	return 0;
+}
+
+int front_list_has(const char *value, const char *token)
+{
+	return list_has_n(value, token, strlen(token));
+}
+
+int front_hdr_hop_by_hop(const struct front_hdr *e)
+{
+	switch (e->nlen) {
+	case 2:
+		return FRONT_HDR_IS(e, "TE");
+	case 7:
+		return FRONT_HDR_IS(e, "Trailer") || FRONT_HDR_IS(e, "Upgrade");
+	case 10:
+		return FRONT_HDR_IS(e, "Connection") || FRONT_HDR_IS(e, "Keep-Alive");
+	}
+	/* Proxy-Connection, Proxy-Authorization, Proxy-Authenticate */
+	return e->nlen >= 6 && strncasecmp(e->name, "Proxy-", 6) == 0;
+}
+
+/* The message's framing and target: never hop-by-hop. */
+static int framing_field(const char *name, size_t len)
+{
+	return (len == 4 && strncasecmp(name, "Host", 4) == 0) ||
+	       (len == 14 && strncasecmp(name, "Content-Length", 14) == 0) ||
+	       (len == 17 && strncasecmp(name, "Transfer-Encoding", 17) == 0);
+}
+
+#define CONNECTION_LINES_MAX 16
+
+int front_hdrs_drop_hop_by_hop(struct front_hdrs *h, const char **why)
+{
+	const char *conn[CONNECTION_LINES_MAX];
+	size_t nconn = 0, out = 0;
+
+	/* the Connection values first: their entries move below */
+	for (size_t i = 0; i < h->n; i++) {
+		const char *pos, *t;
+		size_t len;
+
+		if (!FRONT_HDR_IS(&h->v[i], "Connection"))
+			continue;
+		if (nconn == CONNECTION_LINES_MAX) {
+			*why = "too many connection header lines";
+			return -1;
+		}
+		conn[nconn++] = pos = h->v[i].value;
+		while ((t = front_list_next(&pos, &len)))
+			if (framing_field(t, len)) {
+				*why = "the connection header names a framing field";
+				return -1;
+			}
+	}
+	for (size_t i = 0; i < h->n; i++) {
+		const struct front_hdr *e = &h->v[i];
+		int drop = front_hdr_hop_by_hop(e);
+
+		for (size_t c = 0; c < nconn && !drop; c++)
+			drop = list_has_n(conn[c], e->name, e->nlen);
+		if (!drop)
+			h->v[out++] = *e;
+	}
+	h->n = out;
 	return 0;
 }
 

@@ -1,7 +1,9 @@
 /* front_parse.c — request parsing for the HTTP/1.1 front end, on
  * libhttp-parser, adding what it does not check itself: duplicate
  * Content-Length, Content-Length with Transfer-Encoding, any coding but a
- * lone "chunked", obs-fold, header/URL limits, Host rules. It hands heads,
+ * lone "chunked", obs-fold, header/URL limits, Host rules; and it removes
+ * the hop-by-hop fields (Connection and what it names) before a head is
+ * handed over, so nothing after it sees them. It hands heads,
  * body bytes and the end to callbacks; it knows nothing of connections. */
 #include "front.h"
 
@@ -268,7 +270,7 @@ static int cb_headers_complete(http_parser *hp)
 {
 	struct front_parser *p = hp->data;
 	struct front_msg *msg = NULL;
-	const char *cl, *te, *expect, *method;
+	const char *cl, *te, *expect, *method, *why;
 	size_t mlen;
 	int rc;
 
@@ -307,6 +309,13 @@ static int cb_headers_complete(http_parser *hp)
 	}
 	if (cl && (!all_digits(cl) || strlen(cl) > 18))
 		return parser_fail(p, 400, "bad content-length");
+	/* hop-by-hop fields go now, before anyone judges the request: the
+	 * head handed over is what may be forwarded (keep-alive was read by
+	 * libhttp-parser from Connection already) */
+	if (front_hdrs_drop_hop_by_hop(&p->hdrs, &why) < 0)
+		return parser_fail(p, 400, why);
+	cl = front_hdrs_get(&p->hdrs, "Content-Length");
+	te = front_hdrs_get(&p->hdrs, "Transfer-Encoding");
 	expect = front_hdrs_get(&p->hdrs, "Expect");
 	if (expect && strcasecmp(expect, "100-continue") != 0)
 		return parser_fail(p, 417, "unsupported expectation");

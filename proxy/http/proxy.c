@@ -62,6 +62,8 @@ void preq_put(struct proxy_req *req)
 		evbuffer_free(req->body);
 	free(req->principal);
 	free(req->sent_query);
+	front_hdrs_clear(&req->fwd_set);
+	front_hdrs_clear(&req->fwd_named);
 	__atomic_sub_fetch(&req->p->inflight, 1, __ATOMIC_RELAXED); /* proxy_inflight */
 	free(req);
 }

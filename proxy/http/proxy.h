@@ -7,7 +7,7 @@
  *
  *   request head complete ──> handler chain (proxy_handler.on_request)
  *        │ PROXY_PASS      next handler; after the last one: forward
- *        │ PROXY_FORWARD   forward now (after editing headers)
+ *        │ PROXY_FORWARD   forward now (the verdict built its fields)
  *        │ PROXY_HANDLED   replied (proxy_req_reply*), or consumes the
  *        │                 body (proxy_req_consume) and replies later
  *        │ PROXY_SUSPEND   decide later: proxy_req_resume(req, action)
@@ -15,7 +15,7 @@
  *   upstream response head ──> proxy_req_on_response() hook
  *        │ PROXY_RESP_RELAY     relay it (headers may be edited first)
  *        │ PROXY_RESP_REPLACED  the hook replied locally instead
- *        │ PROXY_RESP_RESEND    send the request again (edited first)
+ *        │ PROXY_RESP_RESEND    send the request again (fwd fields reset first)
  *        │ PROXY_RESP_SUSPEND   drop it; decide later with proxy_req_resume
  *        v
  *   request over ──> done hooks (proxy_on_done, proxy_req_on_done)
@@ -118,9 +118,16 @@ struct proxy_handler {
 	const char *name;  /* for logs: "health", "fence" */
 	/* Called once per request, in registration order, when the head is
 	 * complete and before any body byte is read (so no "100 Continue" has
-	 * been sent yet). May read and edit the request (proxy_req_*). */
+	 * been sent yet). Reads the request and builds the forwarded one
+	 * (proxy_req_fwd_set). */
 	enum proxy_action (*on_request)(struct proxy_req *req, void *arg);
 	void *arg;
+	/* Header name prefixes this handler owns (NULL-terminated array that
+	 * outlives the proxy; NULL: none): on a request that can change state
+	 * (any method but GET, HEAD, OPTIONS: reads pass untouched) a client's
+	 * field under one is never forwarded, only what a handler sets with
+	 * proxy_req_fwd_set. */
+	const char *const *owns;
 };
 
 /* Appends a handler to the chain (the struct is copied). Returns 0 or -1. */
@@ -137,12 +144,20 @@ void proxy_req_resume(struct proxy_req *req, enum proxy_action action);
 /* 1 when the client disconnected; replies are then dropped. */
 int proxy_req_client_gone(const struct proxy_req *req);
 
-/* ---- reading and editing the request ---------------------------------- */
+/* ---- the request as received: read-only --------------------------------
+ *
+ * Two objects, never one edited in place. The client's request is what
+ * front.c parsed (hop-by-hop fields already removed, front.h), normalised
+ * once by the protocol layer before anyone judges it (proxy_req_normalize_*),
+ * then read-only. The forwarded request is built from it by the handlers'
+ * verdict (proxy_req_fwd_set) and serialised exactly (proxy_req_fwd_headers):
+ * nothing between the verdict and the socket drops, adds or changes a field. */
 
 /* "req-00000001": unique in this process, for logs and RequestId. */
 const char *proxy_req_id(const struct proxy_req *req);
 const char *proxy_req_method(const struct proxy_req *req);
-/* Percent-encoded path as sent ("/bucket/key"); query without '?' or NULL. */
+/* Percent-encoded path as sent ("/bucket/key"); query without '?' or NULL
+ * (after proxy_req_normalize_query, the normalised one). */
 const char *proxy_req_path(const struct proxy_req *req);
 const char *proxy_req_query(const struct proxy_req *req);
 /* The client's "ADDR:PORT" ("[V6]:PORT"), even after it went away. */
@@ -154,27 +169,51 @@ const char *proxy_req_peer(const struct proxy_req *req);
 int proxy_req_set_principal(struct proxy_req *req, const char *principal);
 /* The principal set above, or NULL (anonymous, or no authentication). */
 const char *proxy_req_principal(const struct proxy_req *req);
-/* First value of a request header (case-insensitive name), or NULL. */
+/* First value of a header of the client's request (case-insensitive
+ * name), or NULL. */
 const char *proxy_req_header(const struct proxy_req *req, const char *name);
-/* Every request header as received, including hop-by-hop ones (those are
- * never forwarded). Edits go through the functions below. */
+/* Every header of the client's request, in arrival order. */
 const struct front_hdrs *proxy_req_headers(const struct proxy_req *req);
 /* Content-Length, or -1 when the body is chunked or absent. */
 int64_t proxy_req_content_length(const struct proxy_req *req);
 /* 1 if the request has a body (chunked or Content-Length > 0). */
 int proxy_req_has_body(const struct proxy_req *req);
 
-/* Replaces (value != NULL) or removes (value == NULL) a request header in
- * what will be forwarded. Host, hop-by-hop headers and, in S3 mode, the
- * signing headers are set by the proxy and cannot be changed. Returns 0 or
- * -1 (ENOMEM). */
-int proxy_req_set_header(struct proxy_req *req, const char *name, const char *value);
-/* Replaces the query (without '?'; NULL or "" none) of what is handled and
- * forwarded from here on, for a handler that moves parameters into headers
- * (S3's presigned x-amz-*). Returns 0 or -1 (ENOMEM). */
-int proxy_req_set_query(struct proxy_req *req, const char *query);
-/* Adds one more header line. Returns 0 or -1. */
-int proxy_req_add_header(struct proxy_req *req, const char *name, const char *value);
+/* The protocol layer's one normalisation of the request as received, for
+ * what the protocol carries elsewhere than HTTP does (SigV2 presigned
+ * URLs carry x-amz-* headers as query parameters): adds a header / replaces
+ * the query (without '?'; NULL or "" none; the access log keeps the
+ * client's). Only before a model is attached (proxy_req_set_model), i.e.
+ * before any handler judged the request. Return 0, or -1 (ENOMEM, or too
+ * late: nothing changed). */
+int proxy_req_normalize_header(struct proxy_req *req, const char *name, const char *value);
+int proxy_req_normalize_query(struct proxy_req *req, const char *query);
+
+/* ---- the forwarded request: built by the verdict -------------------------
+ *
+ * What goes upstream (or to the embedded store) is: the client's fields,
+ * less those the proxy owns (Host, Content-Length, Transfer-Encoding,
+ * Expect; in S3 mode Authorization, X-Amz-Date, X-Amz-Security-Token and
+ * X-Amz-Content-Sha256, which the re-signing sets; on a write, every name
+ * under a handler's owned prefix) and less every name set or removed below; then
+ * each field set below, in the order set; then the proxy's own. */
+
+/* Sets (value != NULL: replaces every field of that name) or removes
+ * (value NULL) a field of the forwarded request; the client's request is
+ * unchanged. Refuses (-1, nothing changed) the framing and hop-by-hop
+ * names and, in S3 mode, the signature's (Authorization, X-Amz-Date,
+ * X-Amz-Security-Token); X-Amz-Content-Sha256 is the payload hash the
+ * re-signing uses. Returns 0 or -1 (ENOMEM, or a refused name). */
+int proxy_req_fwd_set(struct proxy_req *req, const char *name, const char *value);
+/* The value the forwarded request carries for name (case-insensitive),
+ * before the proxy's own fields: what a handler set, else the client's
+ * unless owned or removed; NULL when none. */
+const char *proxy_req_fwd_header(const struct proxy_req *req, const char *name);
+/* Appends to out (borrowed strings, valid while req lives and nothing is
+ * set) the forwarded request's fields in the order they are sent, without
+ * the proxy's own (Host, framing, Expect, the signature). Returns 0 or -1
+ * (ENOMEM). */
+int proxy_req_fwd_headers(const struct proxy_req *req, struct front_hdrs *out);
 
 /* Per-request state for a handler: freed with free_fn (may be NULL) when
  * the req is freed or the ctx replaced. */

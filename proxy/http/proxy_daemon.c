@@ -99,7 +99,7 @@ struct proxy *proxy_new(struct event_base *base, const struct proxy_config *cfg,
 {
 	struct proxy *p = calloc(1, sizeof(*p));
 	struct front_ops ops;
-	struct proxy_handler health = { "health", proxy_health_handler, NULL };
+	struct proxy_handler health = { "health", proxy_health_handler, NULL, NULL };
 	int fail = 0;
 
 	if (!p) {

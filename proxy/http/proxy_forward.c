@@ -1,7 +1,8 @@
 /* proxy_forward.c — a request's upstream transfer: the head as forwarded
- * (hop-by-hop headers dropped, Host rewritten, the client's presign
- * parameters stripped, in S3 mode re-signed with SigV4 of our own, payload
- * hash passed through or UNSIGNED-PAYLOAD), the body streamed from the
+ * (exactly the fields the verdict built, proxy_req_fwd_headers, never
+ * filtered again; Host rewritten, the client's presign parameters
+ * stripped, in S3 mode re-signed with SigV4 of our own, payload hash
+ * passed through or UNSIGNED-PAYLOAD), the body streamed from the
  * client (or replayed for a re-send), the answer's head and body relayed,
  * and the upstream's failures. No fencing, no authentication. */
 #include "proxy_int.h"
@@ -12,109 +13,15 @@
 #include <event2/buffer.h>
 
 #include "ops/log.h"
+#include "wire/pct.h"
 #include "wire/sigv4.h"
 
 /* ---- forwarding ------------------------------------------------------- */
 
-/* The tokens of a message's Connection headers, split once per message
- * (names listed there are hop-by-hop too); all Connection headers count. */
-struct conn_tokens {
-	struct {
-		const char *p;
-		size_t len;
-	} t[16];
-	size_t n;
-	int overflow;	/* more tokens than t holds: the lists are searched */
-	const struct front_hdrs *all;
-};
-
-static void conn_tokens_find(const struct front_hdrs *all, struct conn_tokens *ct)
-{
-	ct->n = 0;
-	ct->overflow = 0;
-	ct->all = all;
-	for (size_t i = 0; i < all->n; i++) {
-		const char *p = all->v[i].value, *t;
-		size_t len;
-
-		if (!FRONT_HDR_IS(&all->v[i], "Connection"))
-			continue;
-		while ((t = front_list_next(&p, &len))) {
-			if (!len)
-				continue;
-			if (ct->n == sizeof(ct->t) / sizeof(ct->t[0])) {
-				ct->overflow = 1;
-				return;
-			}
-			ct->t[ct->n].p = t;
-			ct->t[ct->n].len = len;
-			ct->n++;
-		}
-	}
-}
-
-static int is_hop_by_hop(const struct conn_tokens *ct, const struct front_hdr *e)
-{
-	switch (e->nlen) {
-	case 2:
-		if (FRONT_HDR_IS(e, "TE"))
-			return 1;
-		break;
-	case 7:
-		if (FRONT_HDR_IS(e, "Trailer") || FRONT_HDR_IS(e, "Upgrade"))
-			return 1;
-		break;
-	case 10:
-		if (FRONT_HDR_IS(e, "Connection") || FRONT_HDR_IS(e, "Keep-Alive"))
-			return 1;
-		break;
-	case 17:
-		if (FRONT_HDR_IS(e, "Transfer-Encoding"))
-			return 1;
-		break;
-	}
-	if (e->nlen >= 6 && (e->name[0] | 0x20) == 'p' && strncasecmp(e->name, "Proxy-", 6) == 0)
-		return 1;
-	if (ct->overflow) {
-		const struct front_hdrs *all = ct->all;
-
-		for (size_t i = 0; i < all->n; i++)
-			if (FRONT_HDR_IS(&all->v[i], "Connection") &&
-			    front_list_has(all->v[i].value, e->name))
-				return 1;
-		return 0;
-	}
-	for (size_t i = 0; i < ct->n; i++)
-		if (ct->t[i].len == e->nlen && strncasecmp(ct->t[i].p, e->name, e->nlen) == 0)
-			return 1;
-	return 0;
-}
-
-/* Header names the proxy sets itself on the way upstream. */
-static int is_proxy_owned(const struct proxy *p, const struct front_hdr *e)
-{
-	int s3 = p->mode == PROXY_MODE_S3;
-
-	switch (e->nlen) {
-	case 4:
-		return FRONT_HDR_IS(e, "Host");
-	case 6:
-		return FRONT_HDR_IS(e, "Expect");
-	case 10:
-		return s3 && FRONT_HDR_IS(e, "X-Amz-Date");
-	case 13:
-		return s3 && FRONT_HDR_IS(e, "Authorization");
-	case 14:
-		return FRONT_HDR_IS(e, "Content-Length");
-	case 20:
-		return s3 && (FRONT_HDR_IS(e, "X-Amz-Security-Token") ||
-			      FRONT_HDR_IS(e, "X-Amz-Content-Sha256"));
-	}
-	return 0;
-}
-
 /* The client's query without presigned-URL authentication parameters,
- * written to out (room for strlen(query) + 1; possibly ""). */
+ * written to out (room for strlen(query) + 1; possibly ""). Names are
+ * compared decoded, as s3req.c classified them ("X-Amz-%53ignature" is
+ * X-Amz-Signature); a name that does not decode stays. */
 static void strip_presign_query(const char *query, char *out)
 {
 #define AUTH_PARAM(s) { s, sizeof(s) - 1 }
@@ -136,12 +43,15 @@ static void strip_presign_query(const char *query, char *out)
 		const char *amp = strchr(s, '&');
 		size_t len = amp ? (size_t)(amp - s) : strlen(s);
 		size_t nlen = 0;
+		char name[32];
+		ssize_t dlen;
 		int drop = 0;
 
 		while (nlen < len && s[nlen] != '=')
 			nlen++;
-		for (size_t i = 0; i < sizeof(auth) / sizeof(auth[0]); i++)
-			if (nlen == auth[i].len && strncasecmp(s, auth[i].name, nlen) == 0)
+		dlen = nlen < sizeof(name) ? pct_decode(s, nlen, PCT_NO_NUL, name, sizeof(name)) : -1;
+		for (size_t i = 0; dlen > 0 && i < sizeof(auth) / sizeof(auth[0]); i++)
+			if ((size_t)dlen == auth[i].len && strncasecmp(name, auth[i].name, dlen) == 0)
 				drop = 1;
 		if (!drop && len) {
 			if (o)
@@ -163,7 +73,7 @@ static int sign_forward(struct proxy_req *req, struct front_hdrs *fwd,
 	struct sigv4_header *sh = NULL;
 	struct sigv4_credentials cred = { p->access_key, p->secret_key, p->session_token };
 	struct sigv4_request sr;
-	const char *payload = front_hdrs_get(&req->msg->hdrs, "X-Amz-Content-Sha256");
+	const char *payload = proxy_req_fwd_header(req, "X-Amz-Content-Sha256");
 	char amz_date[17];
 	char *auth = NULL;
 	size_t n = 0;
@@ -242,7 +152,6 @@ void preq_start_forward(struct proxy_req *req)
 	const struct front_msg *m = req->msg;
 	struct front_hdr fwd_v[FWD_ENTRIES];
 	struct front_hdrs fwd;
-	struct conn_tokens ct;
 	struct upstream_request ur;
 	char stack[FWD_STRINGS];
 	char *buf = NULL, *query, *path, *url, *w;
@@ -271,17 +180,10 @@ void preq_start_forward(struct proxy_req *req)
 				      "the request body was streamed and cannot be re-sent", NULL);
 		return;
 	}
-	/* the client's headers are borrowed: m outlives fwd */
-	conn_tokens_find(&m->hdrs, &ct);
-	for (size_t i = 0; i < m->hdrs.n; i++) {
-		const struct front_hdr *e = &m->hdrs.v[i];
-
-		if (is_hop_by_hop(&ct, e) || is_proxy_owned(p, e))
-			continue;
-		if (front_hdrs_add_ref(&fwd, e->name, e->nlen, e->value, e->vlen) < 0)
-			goto nomem;
-	}
-	if (front_hdrs_add_ref(&fwd, "Host", 4, p->up_host, strlen(p->up_host)) < 0)
+	/* exactly the fields the verdict built (borrowed: req outlives fwd),
+	 * then the proxy's own */
+	if (proxy_req_fwd_headers(req, &fwd) < 0 ||
+	    front_hdrs_add_ref(&fwd, "Host", 4, p->up_host, strlen(p->up_host)) < 0)
 		goto nomem;
 	/* query, path (base + the client's) and URL (origin + path + ?query),
 	 * each NUL-terminated, in one buffer */
@@ -478,14 +380,13 @@ static int relay_head(struct proxy_req *req, int status, const struct front_hdrs
 {
 	struct front_hdr out_v[32];
 	struct front_hdrs out;
-	struct conn_tokens ct;
 	const char *cl = NULL;
 	int te = 0;
 	int64_t length = -1;
 	int rc;
 
 	front_hdrs_init(&out, out_v, sizeof(out_v) / sizeof(out_v[0]));
-	conn_tokens_find(up, &ct);
+	/* upstream_parse.c removed the hop-by-hop fields */
 	for (size_t i = 0; i < up->n; i++) {
 		const struct front_hdr *e = &up->v[i];
 
@@ -494,10 +395,10 @@ static int relay_head(struct proxy_req *req, int status, const struct front_hdrs
 				cl = e->value;
 			continue;
 		}
-		if (FRONT_HDR_IS(e, "Transfer-Encoding"))
+		if (FRONT_HDR_IS(e, "Transfer-Encoding")) {
 			te = 1;
-		if (is_hop_by_hop(&ct, e))
 			continue;
+		}
 		if (front_hdrs_add_ref(&out, e->name, e->nlen, e->value, e->vlen) < 0) {
 			front_hdrs_clear(&out);
 			return -1;

@@ -61,8 +61,13 @@ struct proxy_req {
 	char id[32];
 	char peer[64];               /* the client's address, kept past the conn */
 	char *principal;             /* proxy_req_set_principal; NULL: none */
-	char *sent_query;            /* the client's query once proxy_req_set_query
-				      * replaced it (for the access log); NULL */
+	char *sent_query;            /* the client's query once
+				      * proxy_req_normalize_query replaced it (for
+				      * the access log); NULL */
+	/* the forwarded request's own fields (proxy_req_fwd_set): those set,
+	 * in order, and the name of every field set or removed */
+	struct front_hdrs fwd_set;
+	struct front_hdrs fwd_named;
 	enum req_phase phase;
 	int refs;
 	int suspend_held;            /* a reference held from SUSPEND to resume */
@@ -119,6 +124,20 @@ struct proxy_req {
 	enum proxy_outcome outcome;
 	int upstream_failed;         /* the local 502/504 answers an upstream failure */
 };
+
+/* 1 if the forwarder sets the field e itself (Host, framing, Expect; in S3
+ * mode the signature's): never taken from the client or a handler. */
+int preq_field_is_proxys(const struct proxy *p, const struct front_hdr *e);
+
+/* The forwarded request's fields, appended to out (borrowed): each field
+ * of client that is not hop-by-hop, not named in named and not theirs(e,
+ * 1); then each field of set that is not theirs(e, 0). Pure: the one rule
+ * proxy_req_fwd_headers applies (and the classification fuzz target checks).
+ * Returns 0 or -1 (ENOMEM). */
+int preq_fwd_merge(const struct front_hdrs *client, const struct front_hdrs *set,
+		   const struct front_hdrs *named,
+		   int (*theirs)(const struct front_hdr *e, int from_client, void *arg), void *arg,
+		   struct front_hdrs *out);
 
 /* Microseconds on the monotonic clock. */
 int64_t proxy_now_us(void);

@@ -1,10 +1,14 @@
-/* proxy_req.c — the accessors and small setters handlers use on a request
- * (its head, headers to set, principal, context, model, hooks, the body
- * and the answer's head). No I/O of its own. */
+/* proxy_req.c — the accessors and small setters handlers use on a request:
+ * the request as received (read-only once normalised), the forwarded
+ * request the verdict builds beside it and the one function that lists
+ * its fields, principal, context, model, hooks, the body and the answer's
+ * head. No I/O of its own. */
 #include "proxy_int.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "wire/method.h"
 
 
 
@@ -16,18 +20,27 @@ const char *proxy_req_method(const struct proxy_req *req) { return req->msg->met
 const char *proxy_req_path(const struct proxy_req *req) { return req->msg->path; }
 const char *proxy_req_query(const struct proxy_req *req) { return req->msg->query; }
 
-int proxy_req_set_query(struct proxy_req *req, const char *query)
+int proxy_req_normalize_query(struct proxy_req *req, const char *query)
 {
 	char *copy = NULL;
 
+	if (req->model)
+		return -1; /* judged already */
 	if (query && *query && !(copy = strdup(query)))
 		return -1;
 	if (!req->sent_query && req->msg->query)
-		req->sent_query = req->msg->query; /* the access log shows what was sent */
+		req->sent_query = req->msg->query; /* the access log shows the client's */
 	else
 		free(req->msg->query);
 	req->msg->query = copy;
 	return 0;
+}
+
+int proxy_req_normalize_header(struct proxy_req *req, const char *name, const char *value)
+{
+	if (req->model)
+		return -1;
+	return front_hdrs_add(&req->msg->hdrs, name, value);
 }
 
 const char *proxy_req_peer(const struct proxy_req *req)
@@ -101,14 +114,114 @@ int proxy_req_has_body(const struct proxy_req *req)
 	return req->msg->has_body;
 }
 
-int proxy_req_set_header(struct proxy_req *req, const char *name, const char *value)
+/* ---- the forwarded request ---------------------------------------------- */
+
+int preq_field_is_proxys(const struct proxy *p, const struct front_hdr *e)
 {
-	return front_hdrs_set(&req->msg->hdrs, name, value);
+	int s3 = p->mode == PROXY_MODE_S3;
+
+	switch (e->nlen) {
+	case 4:
+		return FRONT_HDR_IS(e, "Host");
+	case 6:
+		return FRONT_HDR_IS(e, "Expect");
+	case 10:
+		return s3 && FRONT_HDR_IS(e, "X-Amz-Date");
+	case 13:
+		return s3 && FRONT_HDR_IS(e, "Authorization");
+	case 14:
+		return FRONT_HDR_IS(e, "Content-Length");
+	case 17:
+		return FRONT_HDR_IS(e, "Transfer-Encoding");
+	case 20:
+		return s3 && (FRONT_HDR_IS(e, "X-Amz-Security-Token") ||
+			      FRONT_HDR_IS(e, "X-Amz-Content-Sha256"));
+	}
+	return 0;
 }
 
-int proxy_req_add_header(struct proxy_req *req, const char *name, const char *value)
+/* 1 if a handler owns the prefix e's name is under, on a request that
+ * can change state (reads pass untouched). */
+static int owned_by_handler(const struct proxy_req *req, const struct front_hdr *e)
 {
-	return front_hdrs_add(&req->msg->hdrs, name, value);
+	const struct proxy *p = req->p;
+
+	if (method_is_read(req->msg->method))
+		return 0;
+	for (size_t h = 0; h < p->nhandlers; h++) {
+		const char *const *o = p->handlers[h].owns;
+
+		for (; o && *o; o++) {
+			size_t len = strlen(*o);
+
+			if (e->nlen >= len && strncasecmp(e->name, *o, len) == 0)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+int preq_fwd_merge(const struct front_hdrs *client, const struct front_hdrs *set,
+		   const struct front_hdrs *named,
+		   int (*theirs)(const struct front_hdr *e, int from_client, void *arg), void *arg,
+		   struct front_hdrs *out)
+{
+	for (size_t i = 0; i < client->n; i++) {
+		const struct front_hdr *e = &client->v[i];
+
+		if (front_hdr_hop_by_hop(e) || theirs(e, 1, arg) || front_hdrs_get(named, e->name))
+			continue;
+		if (front_hdrs_add_ref(out, e->name, e->nlen, e->value, e->vlen) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < set->n; i++) {
+		const struct front_hdr *e = &set->v[i];
+
+		if (theirs(e, 0, arg))
+			continue;
+		if (front_hdrs_add_ref(out, e->name, e->nlen, e->value, e->vlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* preq_fwd_merge's theirs() for req: the proxy's own fields, and a client's
+ * field under a handler's prefix. */
+static int not_forwarded(const struct front_hdr *e, int from_client, void *arg)
+{
+	const struct proxy_req *req = arg;
+
+	return preq_field_is_proxys(req->p, e) || (from_client && owned_by_handler(req, e));
+}
+
+int proxy_req_fwd_set(struct proxy_req *req, const char *name, const char *value)
+{
+	struct front_hdr e = { (char *)name, (char *)"", (uint32_t)strlen(name), 0 };
+
+	/* the framing, hop-by-hop and signature fields are the forwarder's */
+	if ((preq_field_is_proxys(req->p, &e) && !FRONT_HDR_IS(&e, "X-Amz-Content-Sha256")) ||
+	    front_hdr_hop_by_hop(&e))
+		return -1;
+	front_hdrs_del(&req->fwd_set, name);
+	if (!front_hdrs_get(&req->fwd_named, name) && front_hdrs_add(&req->fwd_named, name, "") < 0)
+		return -1;
+	return value ? front_hdrs_add(&req->fwd_set, name, value) : 0;
+}
+
+const char *proxy_req_fwd_header(const struct proxy_req *req, const char *name)
+{
+	const char *v = front_hdrs_get(&req->fwd_set, name);
+	struct front_hdr e = { (char *)name, (char *)"", (uint32_t)strlen(name), 0 };
+
+	if (v || front_hdrs_get(&req->fwd_named, name) || owned_by_handler(req, &e))
+		return v;
+	return front_hdrs_get(&req->msg->hdrs, name);
+}
+
+int proxy_req_fwd_headers(const struct proxy_req *req, struct front_hdrs *out)
+{
+	return preq_fwd_merge(&req->msg->hdrs, &req->fwd_set, &req->fwd_named, not_forwarded,
+			      (void *)req, out);
 }
 
 void proxy_req_set_ctx(struct proxy_req *req, void *ctx, void (*free_fn)(void *))

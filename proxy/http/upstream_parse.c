@@ -157,6 +157,7 @@ static int cb_header_value(http_parser *hp, const char *at, size_t len)
 static int cb_headers_complete(http_parser *hp)
 {
 	struct upstream_xfer *x = hp->data;
+	const char *why;
 	int rc;
 
 	if (x->in_value && flush_header(x) < 0)
@@ -173,6 +174,9 @@ static int cb_headers_complete(http_parser *hp)
 		x->body_done = 1;
 		x->no_reuse = 1;
 	}
+	/* hop-by-hop fields go before anyone reads the head (front.h) */
+	if (front_hdrs_drop_hop_by_hop(&x->hdrs, &why) < 0)
+		return parse_fail(x, UPSTREAM_BAD_RESPONSE, why);
 	x->head_seen = 1;
 	up_xfer_arm(x);
 	rc = x->ops.on_head(x->arg, x->status, &x->hdrs);

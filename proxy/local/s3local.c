@@ -495,7 +495,7 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	op = s3l_pick_op(req, method, blen > 0, slash && slash[1], &q);
 	if (op < 0)
 		goto out;
-	if (proxy_req_header(req, "x-amz-copy-source") && (op == OP_PUT || op == OP_MPU_PART))
+	if (proxy_req_fwd_header(req, "x-amz-copy-source") && (op == OP_PUT || op == OP_MPU_PART))
 		op = op == OP_PUT ? OP_COPY : OP_MPU_PART_COPY;
 	c = call_new(s, req, (enum s3l_op)op);
 	if (!c) {
@@ -535,7 +535,7 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 	if (op >= OP_MPU_PART && op <= OP_MPU_LIST_PARTS && s3l_take_mpu_params(c, &q) < 0)
 		goto fail;
 	clen = proxy_req_content_length(req);
-	sha = proxy_req_header(req, "x-amz-content-sha256");
+	sha = proxy_req_fwd_header(req, "x-amz-content-sha256");
 	chunk_mode = !sha ? -1
 		: strcmp(sha, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") == 0 ? AWSCHUNKED_UNSIGNED_TRAILER
 		: strcmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") == 0 ? AWSCHUNKED_SIGNED
@@ -552,7 +552,7 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 		c->keep_body = 1;
 		c->spool = c->aws_chunked
 			? s3l_spool_new_chunked(c, (enum awschunked_mode)chunk_mode, c->decoded_length,
-						proxy_req_header(req, "x-amz-trailer"))
+						proxy_req_fwd_header(req, "x-amz-trailer"))
 			: s3l_spool_new();
 		if (!c->spool) {
 			s3l_bad_request(req, 503, "SlowDown", "out of memory for the request body");

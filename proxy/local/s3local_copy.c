@@ -18,6 +18,7 @@
 
 #include <event2/buffer.h>
 
+#include "s3/s3req.h"
 #include "wire/pct.h"
 #include "s3local.h"
 #include "s3local_int.h"
@@ -25,27 +26,26 @@
 
 int s3l_read_copy_source(struct s3l_call *c, struct store_result *res, int *fd)
 {
-	const char *src = c->copy_source, *slash, *q;
-	char *bucket = NULL, *key = NULL;
+	struct s3_copy_source cs;
+	const char *why = NULL, *bucket, *key;
 	struct store *st = NULL;
-	int owned = 0, rc = -1;
+	int owned = 0, rc = -1, pr;
 
 	*fd = -1;
-	if (*src == '/')
-		src++;
-	slash = strchr(src, '/');
-	q = strchr(src, '?');
-	if (!slash || slash == src || (q && q < slash) || !slash[1] || (q && q == slash + 1)) {
-		s3l_call_fail(c, 400, "InvalidArgument", "x-amz-copy-source must be BUCKET/KEY");
+	/* the one parse authz authorised (s3req.h) */
+	pr = s3_copy_source_parse(c->copy_source, &cs, &why);
+	if (pr != 0) {
+		s3l_call_fail(c, pr < 0 ? 503 : 400, pr < 0 ? "SlowDown" : "InvalidArgument", "%s",
+			      pr < 0 ? "out of memory" : why);
 		goto out;
 	}
-	if (q && strncmp(q, "?versionId=", 11) == 0 && strcmp(q + 11, "null") != 0) {
+	if (cs.version && strcmp(cs.version, "null") != 0) {
 		s3l_call_fail(c, 404, "NoSuchVersion", "buckets of the embedded store are not versioned");
 		goto out;
 	}
-	bucket = pct_decode_dup(src, (size_t)(slash - src), PCT_NO_NUL, NULL);
-	key = pct_decode_dup(slash + 1, q ? (size_t)(q - slash - 1) : strlen(slash + 1), PCT_NO_NUL, NULL);
-	if (!bucket || !key || !s3l_bucket_name_valid(bucket, strlen(bucket)) || strlen(key) > S3L_KEY_MAX) {
+	bucket = cs.bucket;
+	key = cs.key;
+	if (!s3l_bucket_name_valid(bucket, strlen(bucket)) || strlen(key) > S3L_KEY_MAX) {
 		s3l_call_fail(c, 400, "InvalidArgument", "x-amz-copy-source names no valid bucket and key");
 		goto out;
 	}
@@ -88,8 +88,7 @@ out:
 	}
 	if (st)
 		s3l_release_store(st, owned);
-	free(bucket);
-	free(key);
+	s3_copy_source_clear(&cs);
 	return rc;
 }
 

@@ -37,13 +37,18 @@ static int is_any(const char *v)
 
 /* ---- request parsing (loop thread) ------------------------------------- */
 
-/* Copies user metadata (x-amz-meta-*) from the request into c. Returns 0 or
- * -1 after replying. */
+/* Copies user metadata (x-amz-meta-*) of the forwarded request into c.
+ * Returns 0 or -1 after replying. */
 static int take_metadata(struct s3l_call *c)
 {
-	const struct front_hdrs *hs = proxy_req_headers(c->req);
+	struct front_hdrs fwd = {0}, *hs = &fwd;
 	size_t i, total = 0, plen = strlen("x-amz-meta-");
+	int rc = -1;
 
+	if (proxy_req_fwd_headers(c->req, &fwd) < 0) {
+		s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
+		goto out;
+	}
 	for (i = 0; i < hs->n; i++) {
 		const char *name = hs->v[i].name;
 
@@ -51,24 +56,27 @@ static int take_metadata(struct s3l_call *c)
 			continue;
 		if (!name[plen]) {
 			s3l_bad_request(c->req, 400, "InvalidArgument", "a metadata header without a name");
-			return -1;
+			goto out;
 		}
 		total += strlen(name + plen) + strlen(hs->v[i].value);
 		if (c->nmeta == STORE_META_MAX || total > S3L_META_BYTES) {
 			s3l_bad_request(c->req, 400, "MetadataTooLarge",
 					"your metadata headers exceed what the embedded store keeps "
 					"(16 pairs, 2 KiB)");
-			return -1;
+			goto out;
 		}
 		c->meta[c->nmeta].name = strdup(name + plen);
 		c->meta[c->nmeta].value = strdup(hs->v[i].value);
 		c->nmeta++;
 		if (!c->meta[c->nmeta - 1].name || !c->meta[c->nmeta - 1].value) {
 			s3l_bad_request(c->req, 503, "SlowDown", "out of memory");
-			return -1;
+			goto out;
 		}
 	}
-	return 0;
+	rc = 0;
+out:
+	front_hdrs_clear(&fwd);
+	return rc;
 }
 
 /* The checksum a PUT or UploadPart asks for: one x-amz-checksum-ALGO
@@ -86,7 +94,7 @@ static int take_checksum(struct s3l_call *c)
 	size_t i, found = 0;
 
 	for (i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
-		v = proxy_req_header(c->req, checksum_header(algos[i]));
+		v = proxy_req_fwd_header(c->req, checksum_header(algos[i]));
 		if (!v)
 			continue;
 		if (++found > 1) {
@@ -112,12 +120,12 @@ static int take_checksum(struct s3l_call *c)
 	}
 	if (found)
 		return 0;
-	named = proxy_req_header(c->req, "x-amz-trailer");
+	named = proxy_req_fwd_header(c->req, "x-amz-trailer");
 	if (named) {
 		c->checksum_algo = checksum_from_header(named); /* the decoder checks it */
 		return 0;
 	}
-	named = proxy_req_header(c->req, "x-amz-sdk-checksum-algorithm");
+	named = proxy_req_fwd_header(c->req, "x-amz-sdk-checksum-algorithm");
 	if (named && (c->checksum_algo = checksum_from_name(named)) == CHECKSUM_NONE) {
 		s3l_bad_request(c->req, 400, "InvalidRequest",
 				"Checksum algorithm provided is unsupported. Please try again with any "
@@ -135,7 +143,7 @@ static int take_stored_headers(struct s3l_call *c)
 	size_t i, total = 0;
 
 	for (i = 0; i < STORE_HDR_COUNT; i++) {
-		const char *v = proxy_req_header(c->req, store_hdr_names[i]);
+		const char *v = proxy_req_fwd_header(c->req, store_hdr_names[i]);
 		char *val;
 
 		if (!v || !*v)
@@ -187,10 +195,10 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 	struct proxy_req *req = c->req;
 	const char *v;
 
-	v = proxy_req_header(req, "If-Match");
+	v = proxy_req_fwd_header(req, "If-Match");
 	if (v && !(c->if_match = strdup(v)))
 		goto nomem;
-	v = proxy_req_header(req, "If-None-Match");
+	v = proxy_req_fwd_header(req, "If-None-Match");
 	if (v && !(c->if_none_match = strdup(v)))
 		goto nomem;
 	if (c->op == OP_GET || c->op == OP_HEAD) {
@@ -204,11 +212,11 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		};
 		size_t i;
 
-		v = proxy_req_header(req, "x-amz-checksum-mode");
+		v = proxy_req_fwd_header(req, "x-amz-checksum-mode");
 		c->checksum_mode = v && strcasecmp(v, "ENABLED") == 0;
-		c->if_modified_since = parse_http_date(proxy_req_header(req, "If-Modified-Since"));
-		c->if_unmodified_since = parse_http_date(proxy_req_header(req, "If-Unmodified-Since"));
-		v = proxy_req_header(req, "Range");
+		c->if_modified_since = parse_http_date(proxy_req_fwd_header(req, "If-Modified-Since"));
+		c->if_unmodified_since = parse_http_date(proxy_req_fwd_header(req, "If-Unmodified-Since"));
+		v = proxy_req_fwd_header(req, "Range");
 		if (v && !(c->range = strdup(v)))
 			goto nomem;
 		for (i = 0; i < sizeof(ov) / sizeof(ov[0]); i++) {
@@ -232,7 +240,7 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 	}
 	if (c->op == OP_GET_ACL || c->op == OP_MPU_LIST_PARTS)
 		return 0;
-	v = proxy_req_header(req, S3LOCAL_EPOCH_CURRENT_HEADER);
+	v = proxy_req_fwd_header(req, S3LOCAL_EPOCH_CURRENT_HEADER);
 	if (v && s3l_parse_u64(v, &c->lock_epoch) < 0) {
 		s3l_bad_request(req, 400, "InvalidArgument",
 				S3LOCAL_EPOCH_CURRENT_HEADER " must be an epoch (1-19 digits)");
@@ -241,7 +249,7 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 	if (c->op == OP_MPU_ABORT)
 		return 0;
 	if (c->op == OP_DELETE) {
-		v = proxy_req_header(req, S3LOCAL_EPOCH_CHECK_HEADER);
+		v = proxy_req_fwd_header(req, S3LOCAL_EPOCH_CHECK_HEADER);
 		if (v) {
 			if (s3l_parse_u64(v, &c->epoch) < 0 || c->epoch == 0) {
 				s3l_bad_request(req, 400, "InvalidArgument",
@@ -265,7 +273,7 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		s3l_bad_request(req, 400, "InvalidArgument", "If-Match is too long");
 		return -1;
 	}
-	v = proxy_req_header(req, S3LOCAL_EPOCH_META_HEADER);
+	v = proxy_req_fwd_header(req, S3LOCAL_EPOCH_META_HEADER);
 	if (v) {
 		if (s3l_parse_u64(v, &c->epoch) < 0 || c->epoch == 0) {
 			s3l_bad_request(req, 400, "InvalidArgument",
@@ -274,27 +282,27 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		}
 		c->has_epoch = 1;
 	}
-	v = proxy_req_header(req, "Content-Type");
+	v = proxy_req_fwd_header(req, "Content-Type");
 	if (v && *v && !(c->content_type = strdup(v)))
 		goto nomem;
 	if (c->content_type && strlen(c->content_type) >= sizeof(c->res.content_type)) {
 		s3l_bad_request(req, 400, "InvalidArgument", "Content-Type is too long");
 		return -1;
 	}
-	v = proxy_req_header(req, "Content-MD5");
+	v = proxy_req_fwd_header(req, "Content-MD5");
 	if (v && !(c->content_md5 = strdup(v)))
 		goto nomem;
-	v = proxy_req_header(req, "Content-Encoding");
+	v = proxy_req_fwd_header(req, "Content-Encoding");
 	c->aws_chunked = v && front_list_has(v, "aws-chunked");
 	if (take_stored_headers(c) < 0)
 		return -1;
 	if ((c->op == OP_PUT || c->op == OP_MPU_PART) && take_checksum(c) < 0)
 		return -1;
-	v = proxy_req_header(req, "x-amz-content-sha256");
+	v = proxy_req_fwd_header(req, "x-amz-content-sha256");
 	if (v && strncmp(v, "STREAMING-", 10) == 0)
 		c->aws_chunked = 1;
 	c->decoded_length = -1;
-	v = proxy_req_header(req, "x-amz-decoded-content-length");
+	v = proxy_req_fwd_header(req, "x-amz-decoded-content-length");
 	if (v) {
 		uint64_t dl;
 
@@ -316,11 +324,11 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		for (i = 0; i < sizeof(copy_hdrs) / sizeof(copy_hdrs[0]); i++) {
 			char **dst = (char **)((char *)c + copy_hdrs[i].off);
 
-			v = proxy_req_header(req, copy_hdrs[i].name);
+			v = proxy_req_fwd_header(req, copy_hdrs[i].name);
 			if (v && !(*dst = strdup(v)))
 				goto nomem;
 		}
-		v = proxy_req_header(req, "x-amz-metadata-directive");
+		v = proxy_req_fwd_header(req, "x-amz-metadata-directive");
 		if (v && strcasecmp(v, "REPLACE") != 0 && strcasecmp(v, "COPY") != 0) {
 			s3l_bad_request(req, 400, "InvalidArgument",
 					"x-amz-metadata-directive must be COPY or REPLACE");
@@ -328,13 +336,13 @@ int s3l_take_object_headers(struct s3l_call *c, const struct s3l_query *q)
 		}
 		c->replace_metadata = v && strcasecmp(v, "REPLACE") == 0;
 	}
-	if (proxy_req_header(req, "x-amz-tagging")) {
+	if (proxy_req_fwd_header(req, "x-amz-tagging")) {
 		s3l_not_implemented(req, "tagging (x-amz-tagging)");
 		return -1;
 	}
-	if (proxy_req_header(req, "x-amz-object-lock-mode") ||
-	    proxy_req_header(req, "x-amz-object-lock-retain-until-date") ||
-	    proxy_req_header(req, "x-amz-object-lock-legal-hold")) {
+	if (proxy_req_fwd_header(req, "x-amz-object-lock-mode") ||
+	    proxy_req_fwd_header(req, "x-amz-object-lock-retain-until-date") ||
+	    proxy_req_fwd_header(req, "x-amz-object-lock-legal-hold")) {
 		s3l_not_implemented(req, "object lock");
 		return -1;
 	}

@@ -193,6 +193,33 @@ static int lock_file_of(const struct policy *pol, const char *dpath, char *name,
 
 /* Decides whether client c (NULL: anonymous) may make this request.
  * Returns 0, or -1 after refusing it. */
+/* Every object a request touches is authorised: a copy (CopyObject,
+ * UploadPartCopy) reads its source with the proxy's credentials, so the
+ * client needs "read" on /SRCBUCKET/SRCKEY, as s3req.c decoded it (the
+ * one parse fencing and the embedded store copy from). Returns 0, or -1
+ * after refusing. */
+static int check_copy_source(struct authz *a, const struct policy_client *c,
+			     struct proxy_req *req)
+{
+	const struct s3req *m = s3req_of(req);
+	char res[AUTHZ_PATH_MAX];
+
+	if (!m) {
+		refuse(a, req, 500, "InternalError", "out of memory");
+		return -1;
+	}
+	if (!m->copy.key)
+		return 0; /* not a copy (a malformed one is refused by fencing) */
+	if ((size_t)snprintf(res, sizeof(res), "/%s/%s", m->copy.bucket, m->copy.key) >=
+		    sizeof(res) ||
+	    !policy_client_allows(c, res, POLICY_ACT_READ)) {
+		refuse(a, req, 403, "AccessDenied",
+		       "this client may not read the copy source (x-amz-copy-source)");
+		return -1;
+	}
+	return 0;
+}
+
 static int check_access(struct authz *a, const struct policy *pol, const struct policy_client *c,
 			struct proxy_req *req, const char *dpath)
 {
@@ -276,14 +303,14 @@ static int check_access(struct authz *a, const struct policy *pol, const struct 
 			refuse(a, req, 403, "AccessDenied", "lock files are writable only with \"lock\"");
 			return -1;
 		}
-		return 0;
+		return check_copy_source(a, c, req);
 	}
 	if (!policy_client_allows(c, res, read ? POLICY_ACT_READ : POLICY_ACT_WRITE)) {
 		refuse(a, req, 403, "AccessDenied", read ? "this client may not read here"
 							 : "this client may not write here");
 		return -1;
 	}
-	return 0;
+	return a->mode == PROXY_MODE_S3 && !read ? check_copy_source(a, c, req) : 0;
 }
 
 /* ---- body filters ---------------------------------------------------- */
@@ -391,7 +418,7 @@ static int drop_coding(struct proxy_req *req, const char *token)
 			v++;
 	}
 	out[o] = '\0';
-	return proxy_req_set_header(req, "Content-Encoding", o ? out : NULL);
+	return proxy_req_fwd_set(req, "Content-Encoding", o ? out : NULL);
 }
 
 /* Installs the body check the verified head asks for. Returns 0, or -1
@@ -439,10 +466,10 @@ static int install_body_check(struct authz *a, struct proxy_req *req,
 		length = res->decoded_length;
 		/* forward the decoded payload as a plain body */
 		if (drop_coding(req, "aws-chunked") < 0 ||
-		    proxy_req_set_header(req, "x-amz-content-sha256", "UNSIGNED-PAYLOAD") < 0 ||
-		    proxy_req_set_header(req, "x-amz-decoded-content-length", NULL) < 0 ||
-		    proxy_req_set_header(req, "x-amz-trailer", NULL) < 0 ||
-		    proxy_req_set_header(req, "x-amz-sdk-checksum-algorithm", NULL) < 0)
+		    proxy_req_fwd_set(req, "x-amz-content-sha256", "UNSIGNED-PAYLOAD") < 0 ||
+		    proxy_req_fwd_set(req, "x-amz-decoded-content-length", NULL) < 0 ||
+		    proxy_req_fwd_set(req, "x-amz-trailer", NULL) < 0 ||
+		    proxy_req_fwd_set(req, "x-amz-sdk-checksum-algorithm", NULL) < 0)
 			goto nomem;
 	}
 	f = (struct proxy_body_filter){ check_feed, check_end, check_free, b };
@@ -557,7 +584,7 @@ static enum proxy_action on_http(struct authz *a, const struct policy *pol,
 	if (check_access(a, pol, c, req, dpath) < 0)
 		return PROXY_HANDLED;
 	/* the token is the proxy's credential, not the downstream's */
-	if (proxy_req_set_header(req, "Authorization", NULL) < 0) {
+	if (proxy_req_fwd_set(req, "Authorization", NULL) < 0) {
 		proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
 		return PROXY_HANDLED;
 	}

@@ -259,6 +259,99 @@ static int split_path(struct s3req *r, const char *path)
 	return 0;
 }
 
+/* 1 for a plain S3 bucket name: 3 to 63 of [a-z0-9.-], no escapes. */
+static bool bucket_name_plain(const char *b, size_t len)
+{
+	if (len < 3 || len > S3REQ_BUCKET_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') || b[i] == '.' ||
+		      b[i] == '-'))
+			return false;
+	return true;
+}
+
+int s3_copy_source_parse(const char *v, struct s3_copy_source *cs, const char **why)
+{
+	const char *slash, *q, *key;
+	size_t klen = 0, raw_klen;
+
+	memset(cs, 0, sizeof(*cs));
+	if (*v == '/')
+		v++;
+	if (strpbrk(v, "#;")) {
+		*why = "x-amz-copy-source holds a raw '#' or ';' (percent-encode them)";
+		return 1;
+	}
+	slash = strchr(v, '/');
+	q = strchr(v, '?');
+	if (!slash || (q && q < slash) || !bucket_name_plain(v, (size_t)(slash - v))) {
+		*why = "x-amz-copy-source does not start with a bucket name and '/'";
+		return 1;
+	}
+	memcpy(cs->bucket, v, (size_t)(slash - v));
+	cs->bucket[slash - v] = '\0';
+	key = slash + 1;
+	raw_klen = q ? (size_t)(q - key) : strlen(key);
+	if (!raw_klen) {
+		*why = "x-amz-copy-source names no key";
+		return 1;
+	}
+	errno = 0;
+	cs->key = pct_decode_dup(key, raw_klen, PCT_NO_NUL, &klen);
+	if (!cs->key) {
+		if (errno == ENOMEM)
+			return -1;
+		*why = "the key of x-amz-copy-source is not valid percent-encoding (or holds %00)";
+		return 1;
+	}
+	if (klen > S3REQ_KEY_MAX) {
+		*why = "the key of x-amz-copy-source is over 1024 bytes";
+		return 1;
+	}
+	if (q) {
+		if (strncmp(q, "?versionId=", 11) != 0 || !q[11] || strchr(q + 11, '&') ||
+		    strchr(q + 11, '=')) {
+			*why = "x-amz-copy-source takes no query but one versionId";
+			return 1;
+		}
+		errno = 0;
+		cs->version = pct_decode_dup(q + 11, strlen(q + 11), PCT_NO_NUL, NULL);
+		if (!cs->version) {
+			if (errno == ENOMEM)
+				return -1;
+			*why = "the versionId of x-amz-copy-source is not valid percent-encoding";
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void s3_copy_source_clear(struct s3_copy_source *cs)
+{
+	if (!cs)
+		return;
+	free(cs->key);
+	free(cs->version);
+	memset(cs, 0, sizeof(*cs));
+}
+
+/* The copy source of a copy operation into r->copy. Returns 0 (refused
+ * when malformed) or -1 on ENOMEM. */
+static int parse_copy_source(struct s3req *r, const struct front_hdrs *hdrs)
+{
+	const char *why = NULL;
+	const char *v = front_hdrs_get(hdrs, "x-amz-copy-source");
+	int rc = v ? s3_copy_source_parse(v, &r->copy, &why) : 1;
+
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+		return refuse(r, 400, "InvalidArgument", "%s",
+			      why ? why : "x-amz-copy-source is missing");
+	return 0;
+}
+
 int s3req_parse(struct s3req *r, const char *method, const char *path, const char *query,
 		const struct front_hdrs *hdrs)
 {
@@ -319,6 +412,8 @@ int s3req_parse(struct s3req *r, const char *method, const char *path, const cha
 		r->upload_id = p ? p->value : NULL;
 		p = query_get(&r->query, "versionId");
 		r->version_id = p ? p->value : NULL;
+		if (op->copy_source && parse_copy_source(r, hdrs) < 0)
+			goto nomem;
 		return 0;
 	}
 	describe_params(r, seen, sizeof(seen));
@@ -340,6 +435,7 @@ void s3req_clear(struct s3req *r)
 		return;
 	free(r->key);
 	query_free(&r->query);
+	s3_copy_source_clear(&r->copy);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -429,7 +525,7 @@ static int hoist_v2_presigned_amz(struct proxy_req *req, const char **why)
 					rc = 1;
 					goto out;
 				}
-				if (proxy_req_set_header(req, name, value) < 0)
+				if (!have && proxy_req_normalize_header(req, name, value) < 0)
 					goto out;
 				free(value);
 				value = NULL;
@@ -452,7 +548,7 @@ static int hoist_v2_presigned_amz(struct proxy_req *req, const char **why)
 		}
 	}
 	out[o] = '\0';
-	rc = moved && proxy_req_set_query(req, out) < 0 ? -1 : 0;
+	rc = moved && proxy_req_normalize_query(req, out) < 0 ? -1 : 0;
 	goto out;
 none:
 	rc = 0;

@@ -73,6 +73,25 @@ struct s3_op {
 	enum s3_class cls;
 };
 
+/* The second object a copy reads (CopyObject, UploadPartCopy): the
+ * x-amz-copy-source header, "[/]BUCKET/KEY[?versionId=V]" with KEY and V
+ * percent-encoded, as S3 reads it. */
+struct s3_copy_source {
+	char bucket[S3REQ_BUCKET_MAX + 1]; /* as sent: a bucket name has no escapes */
+	char *key;                         /* decoded, NUL-free; malloc'd */
+	char *version;                     /* decoded versionId, or NULL; malloc'd */
+};
+
+/* Parses v into *cs (zeroed first; s3_copy_source_clear it whatever the
+ * result). Refused, so that every reader (authz, fencing, the embedded
+ * store, the upstream) names the same object: no bucket or key, a bucket
+ * that is not a plain S3 name, a key over S3REQ_KEY_MAX bytes or with a bad
+ * escape or %00, a raw '#' or ';' (S3 servers and URL parsers disagree on
+ * them; clients encode them), a query other than exactly versionId=V.
+ * Returns 0, 1 with a static reason in *why when refused, -1 on ENOMEM. */
+int s3_copy_source_parse(const char *v, struct s3_copy_source *cs, const char **why);
+void s3_copy_source_clear(struct s3_copy_source *cs);
+
 struct s3req {
 	const char *method;                /* the request's, not copied */
 	char bucket[S3REQ_BUCKET_MAX + 1]; /* decoded; "" for the service (/) */
@@ -83,6 +102,8 @@ struct s3req {
 	enum s3_class cls;
 	const char *upload_id;             /* ?uploadId's value, or NULL */
 	const char *version_id;            /* ?versionId's value, or NULL */
+	struct s3_copy_source copy;        /* a copy's source (op->copy_source);
+					    * copy.key NULL otherwise */
 	/* when cls == S3_REFUSED: */
 	int status;                        /* 400 or 501 */
 	const char *code;                  /* S3 error code (static) */

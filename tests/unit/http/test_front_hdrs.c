@@ -2,7 +2,8 @@
  * duplicates kept, lookups ignore case, set/del remove every copy, lists
  * grow past their first block and their first entries (also from a
  * caller's array), borrowed entries are not copied, a moved list stays
- * valid, clear frees everything (ASan checks the leaks). */
+ * valid, clear frees everything (ASan checks the leaks); the hop-by-hop
+ * fields leave a parsed head once (RFC 9110 7.6.1). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -202,6 +203,59 @@ static void test_list_next(void **state)
 	}
 }
 
+/* RFC 9110 7.6.1, once at parse: every row is a head as received (name,
+ * value pairs) and the names left afterwards, or a refusal. */
+static void test_drop_hop_by_hop(void **state)
+{
+	static const struct {
+		const char *in[14];  /* name, value, name, value, ... NULL */
+		const char *left;    /* names kept, ","-joined; NULL: refused */
+	} rows[] = {
+		{ { "Host", "h", "Connection", "keep-alive", NULL }, "Host" },
+		/* a client cannot make the proxy drop what fencing adds or judged */
+		{ { "If-Match", "\"e\"", "Connection", "If-Match, x-amz-meta-fencing-epoch",
+		    "x-amz-meta-fencing-epoch", "9", "X-Fencing-Token", "1", NULL }, "X-Fencing-Token" },
+		/* every Connection line counts, any case, empty elements skipped */
+		{ { "connection", " , if-none-match", "If-None-Match", "*", "CONNECTION", "x-a",
+		    "X-A", "1", "X-B", "2", NULL }, "X-B" },
+		/* the fixed set, whatever Connection says */
+		{ { "Keep-Alive", "5", "TE", "trailers", "Trailer", "x", "Upgrade", "h2c",
+		    "Proxy-Authorization", "p", "Proxy-Connection", "close", NULL }, "" },
+		/* framing cannot be hop-by-hop */
+		{ { "Connection", "Content-Length", "Content-Length", "3", NULL }, NULL },
+		{ { "Connection", "close, transfer-encoding", NULL }, NULL },
+		{ { "Connection", "HOST", "Host", "h", NULL }, NULL },
+		/* a name that only starts like a listed one stays */
+		{ { "Connection", "X-Fencing", "X-Fencing-Token", "1", "Expect", "100-continue",
+		    NULL }, "X-Fencing-Token,Expect" },
+	};
+
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct front_hdrs h = {0};
+		const char *why = NULL;
+		char left[256] = "";
+		size_t n0;
+		int rc;
+
+		for (size_t i = 0; rows[r].in[i]; i += 2)
+			assert_int_equal(front_hdrs_add(&h, rows[r].in[i], rows[r].in[i + 1]), 0);
+		n0 = h.n;
+		rc = front_hdrs_drop_hop_by_hop(&h, &why);
+		if (!rows[r].left) {
+			assert_int_equal(rc, -1);
+			assert_non_null(why);
+			assert_int_equal(h.n, n0); /* unchanged */
+		} else {
+			assert_int_equal(rc, 0);
+			for (size_t i = 0; i < h.n; i++)
+				snprintf(left + strlen(left), sizeof(left) - strlen(left), "%s%s",
+					 i ? "," : "", h.v[i].name);
+			assert_string_equal(left, rows[r].left);
+		}
+		front_hdrs_clear(&h);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_move),
 		cmocka_unit_test(test_list_has),
 		cmocka_unit_test(test_list_next),
+		cmocka_unit_test(test_drop_hop_by_hop),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

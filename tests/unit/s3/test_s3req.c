@@ -6,7 +6,8 @@
  * 2. Encodings and malformed queries: decoded names select the same
  *    operation ("?d%65lete" is DeleteObjects); unknown, repeated, mixed-case
  *    or undecodable parameters refuse a write.
- * 3. Paths: bucket and key decoded once, %00 and bad escapes refused. */
+ * 3. Paths: bucket and key decoded once, %00 and bad escapes refused.
+ * 4. The copy source (x-amz-copy-source): parsed once into the model. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -306,6 +307,85 @@ static void test_upload_and_version_ids(void **state)
 
 /* The table itself: every row is a write class but SelectObjectContent,
  * and no two rows can match the same request. */
+/* 4. The copy source: one parse, the one authz authorises and fencing and
+ *    the embedded store copy from. */
+static void test_copy_source(void **state)
+{
+	static const struct {
+		const char *v;
+		const char *bucket, *key, *version; /* bucket NULL: refused */
+	} rows[] = {
+		{ "/authbkt/secret/payroll.csv", "authbkt", "secret/payroll.csv", NULL },
+		{ "authbkt/a%20b%2Fc", "authbkt", "a b/c", NULL },
+		{ "/privbkt/keys.txt?versionId=3%2Bx", "privbkt", "keys.txt", "3+x" },
+		{ "/b.k-1/..%2F../x", "b.k-1", "../../x", NULL },
+		{ "/%61uthbkt/x", NULL, NULL, NULL },        /* escapes in a bucket name */
+		{ "/AuthBkt/x", NULL, NULL, NULL },
+		{ "/authbkt", NULL, NULL, NULL },
+		{ "/authbkt/", NULL, NULL, NULL },
+		{ "authbkt/k%00", NULL, NULL, NULL },
+		{ "authbkt/k%zz", NULL, NULL, NULL },
+		{ "authbkt/k;x", NULL, NULL, NULL },
+		{ "authbkt/k#x", NULL, NULL, NULL },
+		{ "authbkt/k?x=1", NULL, NULL, NULL },
+		{ "authbkt/k?versionId=", NULL, NULL, NULL },
+		{ "authbkt/k?versionId=1&x", NULL, NULL, NULL },
+		{ "au/k", NULL, NULL, NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct s3_copy_source cs;
+		const char *why = NULL;
+		int rc = s3_copy_source_parse(rows[i].v, &cs, &why);
+
+		if (!rows[i].bucket) {
+			if (rc != 1 || !why)
+				fail_msg("%s: not refused (%d)", rows[i].v, rc);
+		} else {
+			if (rc != 0)
+				fail_msg("%s: refused: %s", rows[i].v, why);
+			assert_string_equal(cs.bucket, rows[i].bucket);
+			assert_string_equal(cs.key, rows[i].key);
+			if (rows[i].version)
+				assert_string_equal(cs.version, rows[i].version);
+			else
+				assert_null(cs.version);
+		}
+		s3_copy_source_clear(&cs);
+	}
+}
+
+/* A copy's model names its source; a malformed source refuses the copy. */
+static void test_copy_in_model(void **state)
+{
+	struct front_hdrs h = { 0 };
+	struct s3req r;
+
+	assert_int_equal(front_hdrs_add(&h, "x-amz-copy-source", "/privbkt/keys.txt"), 0);
+	assert_int_equal(s3req_parse(&r, "PUT", "/authbkt/narrow/k", NULL, &h), 0);
+	assert_int_equal(r.cls, S3_OBJECT_COPY);
+	assert_string_equal(r.copy.bucket, "privbkt");
+	assert_string_equal(r.copy.key, "keys.txt");
+	s3req_clear(&r);
+	assert_int_equal(s3req_parse(&r, "PUT", "/authbkt/narrow/k", "partNumber=1&uploadId=u", &h),
+			 0);
+	assert_int_equal(r.cls, S3_MPU_PART);
+	assert_string_equal(r.copy.key, "keys.txt");
+	s3req_clear(&r);
+	front_hdrs_clear(&h);
+	assert_int_equal(front_hdrs_add(&h, "x-amz-copy-source", "/privbkt/k;x"), 0);
+	assert_int_equal(s3req_parse(&r, "PUT", "/authbkt/narrow/k", NULL, &h), 0);
+	assert_int_equal(r.cls, S3_REFUSED);
+	assert_int_equal(r.status, 400);
+	assert_null(r.copy.key);
+	s3req_clear(&r);
+	front_hdrs_clear(&h);
+	/* a plain PUT has no source */
+	assert_int_equal(s3req_parse(&r, "PUT", "/authbkt/narrow/k", NULL, NULL), 0);
+	assert_null(r.copy.key);
+	s3req_clear(&r);
+}
+
 static void test_table_is_unambiguous(void **state)
 {
 	size_t n;
@@ -339,6 +419,8 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_upload_and_version_ids),
 		cmocka_unit_test(test_table_is_unambiguous),
+		cmocka_unit_test(test_copy_source),
+		cmocka_unit_test(test_copy_in_model),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
