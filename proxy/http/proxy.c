@@ -378,6 +378,21 @@ static void format_req_id(char *id, uint64_t n)
 	*id = '\0';
 }
 
+/* A field by which a downstream framework may run another method than the
+ * one the proxy judged (Rails, Express, Google APIs): a GET that became a
+ * DELETE would pass unfenced. */
+static const char *method_override(const struct front_msg *msg)
+{
+	static const char *const names[] = {
+		"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (front_hdrs_get(&msg->hdrs, names[i]))
+			return names[i];
+	return NULL;
+}
+
 static void *op_on_head(void *arg, struct front_conn *conn, struct front_msg *msg)
 {
 	struct proxy *p = arg;
@@ -409,7 +424,15 @@ static void *op_on_head(void *arg, struct front_conn *conn, struct front_msg *ms
 		return NULL;
 	}
 	preq_hold(req);
-	run_chain(req);
+	if (p->mode == PROXY_MODE_HTTP && method_override(msg)) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "%s is refused: the method judged is the method sent",
+			 method_override(msg));
+		proxy_req_reply_error(req, 400, "MethodOverrideRefused", why, NULL);
+	} else {
+		run_chain(req);
+	}
 	preq_put(req);
 	return req;
 }

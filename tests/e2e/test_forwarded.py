@@ -17,7 +17,8 @@ and on what an upstream received:
   - Connection naming the token refuses the write (428), naming the
     framing refuses the request (400): nothing reaches moto;
   - HTTP mode: the downstream receives the token and lock the proxy set,
-    and none of the client's X-Fencing-* fields;
+    and none of the client's X-Fencing-* fields; a method override
+    (X-HTTP-Method-Override and kin) is refused;
   - a seeded mix of requests and hostile headers through a recording relay:
     every forwarded write carries the stamp and the condition fencing chose,
     with their values, and no field the client's Connection named.
@@ -197,6 +198,11 @@ def test_http_mode_downstream_gets_the_verdict():
             st, _, d = g.request("POST", "/hl/2", b"body", h)
             expect(400 <= st < 500, "Connection naming %s: %s %s" % (name, st, d))
         expect(rec.seen("/hl/2") == [], "nothing reached the downstream")
+        # a read that a framework would run as a DELETE is not a read
+        for name in ("X-HTTP-Method-Override", "X-HTTP-Method", "x-method-override"):
+            st, _, d = g.request("GET", "/hl/3", None, {name: "DELETE"})
+            expect(st == 400 and b"MethodOverrideRefused" in d, "%s: %s %s" % (name, st, d))
+        expect(rec.seen("/hl/3") == [], "no override reached the downstream")
     finally:
         g.close()
         rec.close()
