@@ -248,7 +248,8 @@ static int worker_build(struct worker *w, struct policy *pol, struct proxy_confi
 	self_test_config(w, pol, data_abs, &ac, url, sizeof(url));
 	if (w->set->fleet.needed > 1)
 		ac.fleet = &w->set->fleet;
-	w->authz = authz_new(&(struct authz_config){ mode, sh->metrics, log_refusal, w });
+	w->authz = authz_new(&(struct authz_config){ mode, sh->metrics, log_refusal, w,
+						     mode == PROXY_MODE_S3 && pol->upstream.endpoint });
 	if (!w->authz)
 		goto nomem;
 	authz_set_policy(w->authz, pol);

@@ -125,6 +125,13 @@ void auth_verify_head(const struct auth_request *req, auth_secret_fn lookup,
 /* Wipes the key material in r. Accepts NULL. */
 void auth_result_clear(struct auth_result *r);
 
+/* The payload mode a head declares (x-amz-content-sha256, and for
+ * aws-chunked x-amz-decoded-content-length and x-amz-trailer) into out's
+ * payload, decoded_length and trailer_name, without authenticating anyone
+ * (authentication off). A head without x-amz-content-sha256 is UNSIGNED.
+ * Returns 0, or -1 with out->err set (an unknown mode is 501). */
+int auth_payload_of(const struct front_hdrs *h, struct auth_result *out);
+
 /* "SignatureDoesNotMatch"-style name of a payload mode, for logs. */
 const char *auth_payload_name(enum auth_payload p);
 

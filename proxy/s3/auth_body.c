@@ -81,6 +81,22 @@ int auth_streaming_headers(const struct front_hdrs *h, struct auth_result *out)
 	return 0;
 }
 
+int auth_payload_of(const struct front_hdrs *h, struct auth_result *out)
+{
+	const char *v = front_hdrs_get(h, "x-amz-content-sha256");
+
+	out->decoded_length = -1;
+	out->payload = AUTH_PAYLOAD_UNSIGNED;
+	if (!v)
+		return 0;
+	if (auth_classify_payload(v, out) < 0) {
+		reject(out, 501, "NotImplemented",
+		       "this x-amz-content-sha256 payload mode is not supported");
+		return -1;
+	}
+	return auth_streaming_headers(h, out);
+}
+
 /* A signed hash that is not the empty body's, on a request that has no
  * body: reject before anything is forwarded. */
 int auth_empty_body_mismatch(const struct front_hdrs *h, const struct auth_result *out)

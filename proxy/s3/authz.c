@@ -32,6 +32,7 @@ struct authz {
 	struct fencegate_metrics *metrics;
 	void (*log_fn)(const struct proxy_summary *s, const char *verdict, void *arg);
 	void *log_arg;
+	int decode_chunked;
 };
 
 /* A refused request's report, once it is over. */
@@ -56,6 +57,7 @@ struct authz *authz_new(const struct authz_config *cfg)
 	a->metrics = cfg->metrics;
 	a->log_fn = cfg->log_fn;
 	a->log_arg = cfg->log_arg;
+	a->decode_chunked = cfg->decode_chunked;
 	return a;
 }
 
@@ -424,7 +426,7 @@ static int drop_coding(struct proxy_req *req, const char *token)
 /* Installs the body check the verified head asks for. Returns 0, or -1
  * after answering. */
 static int install_body_check(struct authz *a, struct proxy_req *req,
-			      const struct auth_result *res)
+			      const struct auth_result *res, int unchecked)
 {
 	struct body_check *b;
 	struct proxy_body_filter f;
@@ -453,6 +455,7 @@ static int install_body_check(struct authz *a, struct proxy_req *req,
 			.seed_signature = res->seed_signature,
 			.decoded_length = res->decoded_length,
 			.trailer_name = res->trailer_name,
+			.signatures_unchecked = unchecked,
 		};
 
 		if (!proxy_req_has_body(req)) {
@@ -550,7 +553,7 @@ static enum proxy_action on_s3(struct authz *a, const struct policy *pol, struct
 	if (c)
 		log_debug("request \"%s\": client \"%s\" (%s%s)", proxy_req_id(req), c->name,
 			  res.sigv2 ? "sigv2, " : "", auth_payload_name(res.payload));
-	if (c && install_body_check(a, req, &res) < 0)
+	if (c && install_body_check(a, req, &res, 0) < 0)
 		goto out;
 	if (c)
 		grant_fencing(req, pol, c, dpath);
@@ -591,6 +594,26 @@ static enum proxy_action on_http(struct authz *a, const struct policy *pol,
 	return PROXY_PASS;
 }
 
+/* Authentication off, re-signed for an upstream: an aws-chunked body is
+ * decoded and forwarded plain (its framing and checksum trailer checked,
+ * its chunk signatures, which nobody can check here, parsed only), as
+ * with authentication on. Returns 0, or -1 after answering. */
+static int decode_unauthenticated(struct authz *a, struct proxy_req *req)
+{
+	struct auth_result res;
+	int rc = 0;
+
+	memset(&res, 0, sizeof(res));
+	if (auth_payload_of(proxy_req_headers(req), &res) < 0) {
+		refuse(a, req, res.err.status, res.err.code, res.err.message);
+		rc = -1;
+	} else if (res.payload != AUTH_PAYLOAD_UNSIGNED && res.payload != AUTH_PAYLOAD_SIGNED) {
+		rc = install_body_check(a, req, &res, 1);
+	}
+	auth_result_clear(&res);
+	return rc;
+}
+
 enum proxy_action authz_on_request(struct proxy_req *req, void *arg)
 {
 	struct authz *a = arg;
@@ -602,8 +625,11 @@ enum proxy_action authz_on_request(struct proxy_req *req, void *arg)
 		return PROXY_PASS;
 	if (!pol || pol->nclients == 0) {
 		/* authentication off (loopback only) */
-		if (a->mode == PROXY_MODE_S3 && strncmp(path, "/_fence/", 8) != 0)
+		if (a->mode == PROXY_MODE_S3 && strncmp(path, "/_fence/", 8) != 0) {
 			grant_fencing(req, pol, NULL, NULL);
+			if (a->decode_chunked && decode_unauthenticated(a, req) < 0)
+				return PROXY_HANDLED;
+		}
 		return PROXY_PASS;
 	}
 	if (policy_path_decode(path, dpath, sizeof(dpath)) < 0)

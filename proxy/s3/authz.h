@@ -30,6 +30,11 @@ struct authz_config {
 	struct fencegate_metrics *metrics;   /* may be NULL */
 	void (*log_fn)(const struct proxy_summary *s, const char *verdict, void *arg);
 	void *log_arg;                       /* log_fn may be NULL */
+	/* 1: requests are re-signed for an upstream, so an aws-chunked body
+	 * is decoded even with authentication off (its chunk signatures are
+	 * the client's, never valid under the proxy's signature; they are
+	 * then parsed, not checked). 0: the embedded store decodes its own. */
+	int decode_chunked;
 };
 
 /* A handler (cfg copied). Returns NULL on ENOMEM. */

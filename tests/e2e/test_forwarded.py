@@ -344,6 +344,60 @@ def test_property_forwarded_fields(moto):
         relay.close()
 
 
+def test_aws_chunked_decoded_when_resigned(moto):
+    """Authentication off, in front of S3: an aws-chunked body is decoded
+    and forwarded plain under the proxy's signature (a real S3 refuses the
+    client's chunk signatures under another signature; moto would not)."""
+    import zlib
+    b = "fwd-chunked"
+    moto.create_bucket(b)
+    relay = RecordingRelay(moto.port)
+    g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1")
+    try:
+        e = acquire(g.port, b, "c")
+        data = b"hello, chunked world " * 100
+        crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+        half = len(data) // 2
+        for mode, sig in (("STREAMING-UNSIGNED-PAYLOAD-TRAILER", ""),
+                          ("STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+                           ";chunk-signature=" + "0" * 64)):
+            body = b""
+            for piece in (data[:half], data[half:], b""):
+                body += b"%x%s\r\n%s" % (len(piece), sig.encode(), piece)
+                body += b"\r\n" if piece else b""
+            body += b"x-amz-checksum-crc32:%s\r\n" % crc.encode()
+            if sig:
+                body += b"x-amz-trailer-signature:" + b"0" * 64 + b"\r\n"
+            body += b"\r\n"
+            h = {"X-Fencing-Token": str(e), "Content-Encoding": "aws-chunked",
+                 "x-amz-content-sha256": mode, "x-amz-decoded-content-length": str(len(data)),
+                 "x-amz-trailer": "x-amz-checksum-crc32"}
+            key = "obj-" + mode.lower()
+            relay.take()
+            st, _, d = req(g.port, "PUT", "/%s/%s" % (b, key), body, h)
+            expect(st == 200, "%s: %s %s" % (mode, st, d))
+            sent = [f for m, t, f in relay.take() if m == "PUT" and t == "/%s/%s" % (b, key)]
+            expect(len(sent) == 1, "one PUT forwarded")
+            f = dict(sent[0])
+            expect(f.get("x-amz-content-sha256") == "UNSIGNED-PAYLOAD" and
+                   "aws-chunked" not in f.get("content-encoding", "") and
+                   f.get("content-length") == str(len(data)) and "x-amz-trailer" not in f and
+                   "x-amz-decoded-content-length" not in f, "forwarded plain: %s" % f)
+            expect(moto_body(moto, b, key)[0] == data, "moto holds the decoded bytes")
+        # a body whose checksum trailer does not match is refused, unstored
+        bad = b"%x\r\n%s\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n" % (len(data), data)
+        h = {"X-Fencing-Token": str(e), "Content-Encoding": "aws-chunked",
+             "x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+             "x-amz-decoded-content-length": str(len(data)),
+             "x-amz-trailer": "x-amz-checksum-crc32"}
+        st, _, d = req(g.port, "PUT", "/%s/bad" % b, bad, h)
+        expect(400 <= st < 500, "a bad trailer: %s %s" % (st, d))
+        expect(moto_body(moto, b, "bad")[0] is None, "nothing stored")
+    finally:
+        g.close()
+        relay.close()
+
+
 def main():
     r = harness.Runner("e2e forwarded")
     moto = harness.Moto()
@@ -354,6 +408,8 @@ def main():
                 test_holder_writes_carry_the_verdict, moto)
         r.check("property: forwarded writes carry fencing's fields", test_property_forwarded_fields,
                 moto)
+        r.check("aws-chunked decoded when re-signed, authentication off",
+                test_aws_chunked_decoded_when_resigned, moto)
     finally:
         moto.close()
     r.check("HTTP mode: the downstream gets the verdict",
