@@ -1,7 +1,8 @@
 /* front_parse.c — request parsing for the HTTP/1.1 front end, on
  * libhttp-parser, adding what it does not check itself: duplicate
  * Content-Length, Content-Length with Transfer-Encoding, any coding but a
- * lone "chunked", obs-fold, header/URL limits, Host rules; and it removes
+ * lone "chunked", obs-fold, a request line that is not exactly three parts
+ * with one SP between them, header/URL limits, Host rules; and it removes
  * the hop-by-hop fields (Connection and what it names) before a head is
  * handed over, so nothing after it sees them. It hands heads,
  * body bytes and the end to callbacks; it knows nothing of connections. */
@@ -47,6 +48,7 @@ static int capbuf_append(struct capbuf *b, const char *at, size_t len, size_t ma
  * which RFC 9112 lets a server reject and which smuggling relies on. */
 enum fold_scan {
 	SCAN_START,  /* before the request line (blank lines are skipped) */
+	SCAN_REQ,    /* inside the request line: one SP between its three parts */
 	SCAN_LINE,   /* inside a line */
 	SCAN_LF,     /* just after a line's LF */
 	SCAN_LFCR,   /* CR right after an LF: the head may be ending */
@@ -72,6 +74,8 @@ struct front_parser {
 	struct capbuf url, field, value;
 	struct front_hdrs hdrs;
 	enum fold_scan scan;
+	unsigned req_spaces;   /* SPs seen on the request line */
+	int req_last_space;    /* the last byte of the request line was SP */
 
 	int err_status;
 	const char *err_reason;
@@ -441,8 +445,26 @@ static int parser_scan_fold(struct front_parser *p, const char *data, size_t len
 
 		switch (p->scan) {
 		case SCAN_START:
-			if (ch != '\r' && ch != '\n')
-				p->scan = SCAN_LINE;
+			if (ch == ' ' || ch == '\t')
+				return parser_fail(p, 400, "whitespace before the request line");
+			if (ch != '\r' && ch != '\n') {
+				p->scan = SCAN_REQ;
+				p->req_spaces = 0;
+				p->req_last_space = 0;
+			}
+			break;
+		case SCAN_REQ:
+			/* RFC 9112 3: method SP request-target SP HTTP-version */
+			if (ch == '\t' || (ch == ' ' && p->req_last_space))
+				return parser_fail(p, 400, "malformed request line");
+			if (ch == '\n') {
+				if (p->req_spaces != 2)
+					return parser_fail(p, 400, "malformed request line");
+				p->scan = SCAN_LF;
+			} else if (ch != '\r') {
+				p->req_spaces += ch == ' ';
+				p->req_last_space = ch == ' ';
+			}
 			break;
 		case SCAN_LINE:
 			if (ch == '\n')

@@ -289,6 +289,16 @@ def test_smuggling_refused(g):
         ("garbage", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n"),
         ("bad method", b"G@T / HTTP/1.1\r\nHost: x\r\n\r\n"),
         ("bad version", b"GET / HTTP/x.1\r\nHost: x\r\n\r\n"),
+        # RFC 9112 3: one SP between the request line's three parts
+        ("two spaces", b"GET  /b/k HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("two spaces before version", b"GET /b/k  HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("trailing space", b"GET /b/k HTTP/1.1 \r\nHost: x\r\n\r\n"),
+        ("leading space", b" GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("tab separator", b"GET\t/b/k HTTP/1.1\r\nHost: x\r\n\r\n"),
+        # the framing cannot be hop-by-hop (RFC 9110 7.6.1)
+        ("connection names content-length", b"POST /b/k HTTP/1.1\r\nHost: x\r\n"
+                                            b"Connection: Content-Length\r\n"
+                                            b"Content-Length: 3\r\n\r\nabc"),
     ]
     # Every write carries a valid token for an existing bucket, so fencing
     # (428/409) and the store (InvalidBucketName) have nothing to object to:
