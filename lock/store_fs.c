@@ -52,8 +52,10 @@ enum store_code store_fs_fail(struct store_result *res, enum store_code code,
 enum store_code store_fs_fail_io(struct store_result *res, const char *what,
 				 const char *key, int err)
 {
-	return store_fs_fail(res, STORE_ERR_IO, "InternalError", "%s \"%s\": %s", what,
-			     key ? key : "", strerror(err));
+	/* out of descriptors is a busy server (S3's SlowDown), not a fault */
+	return store_fs_fail(res, STORE_ERR_IO,
+			     err == EMFILE || err == ENFILE ? "SlowDown" : "InternalError",
+			     "%s \"%s\": %s", what, key ? key : "", strerror(err));
 }
 
 enum store_code store_fs_succeed(struct store_result *res, int http_status)

@@ -130,6 +130,18 @@ enum proxy_action fencing_reply_wait_failed(struct freq *fr, int r)
 	return fencing_reply_error(fr, 503, "SlowDown", msg, false, 0);
 }
 
+enum proxy_action fencing_reply_load_failed(struct freq *fr, const char *code, const char *what,
+					    const char *detail)
+{
+	char msg[320];
+
+	log_warn("request \"%s\": %s: %s", proxy_req_id(fr->req), what, detail);
+	snprintf(msg, sizeof(msg), "%s: the lock store failed or did not answer; the server's log "
+		 "has the details (request %s)", what, proxy_req_id(fr->req));
+	fr->verdict = "error";
+	return fencing_reply_error(fr, 503, code, msg, false, 0);
+}
+
 static enum proxy_action reply_decision(struct freq *fr, const struct fence_decision *d)
 {
 	fr->has_current = true;
@@ -162,12 +174,11 @@ void fencing_loaded_cb(struct lockreg_entry *e, int ok, void *arg)
 		return;
 	}
 	if (!ok) {
-		char msg[320];
+		char what[80];
 
-		snprintf(msg, sizeof(msg), "cannot read lock \"%.40s\": %.256s", e->name, e->load_err);
-		log_warn("%s", msg);
-		fr->verdict = "error";
-		proxy_req_resume(fr->req, fencing_reply_error(fr, 503, "ServiceUnavailable", msg, false, 0));
+		snprintf(what, sizeof(what), "cannot read lock \"%.40s\"", e->name);
+		proxy_req_resume(fr->req, fencing_reply_load_failed(fr, "ServiceUnavailable", what,
+								   e->load_err));
 		return;
 	}
 	fencing_continue(fr, fencing_step_decide(fr));
@@ -184,12 +195,11 @@ static void lookup_cb(struct lockreg_entry *e, int ok, void *arg)
 		return;
 	}
 	if (!ok) {
-		char msg[320];
+		char what[80];
 
-		snprintf(msg, sizeof(msg), "cannot verify epoch %" PRIu64 ": %.256s",
-			 fr->token.epoch, e->load_err);
-		fr->verdict = "error";
-		proxy_req_resume(fr->req, fencing_reply_error(fr, 503, "ServiceUnavailable", msg, false, 0));
+		snprintf(what, sizeof(what), "cannot verify epoch %" PRIu64, fr->token.epoch);
+		proxy_req_resume(fr->req, fencing_reply_load_failed(fr, "ServiceUnavailable", what,
+								   e->load_err));
 		return;
 	}
 	fr->looked_up = true;

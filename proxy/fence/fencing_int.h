@@ -134,6 +134,11 @@ enum proxy_action fencing_step_when_current(struct freq *fr);
 /* The answer to a failed lockreg wait (r < 0): 503 SlowDown when the lock's
  * queue is full (LOCKREG_FULL), else 500. */
 enum proxy_action fencing_reply_wait_failed(struct freq *fr, int r);
+/* 503 code for a lock that could not be loaded: what ("cannot read lock
+ * \"x\"") goes to the client, detail (the store's error, which may name
+ * the server's files) only to the log with the request id. */
+enum proxy_action fencing_reply_load_failed(struct freq *fr, const char *code, const char *what,
+					    const char *detail);
 /* The answer when the lock registry cannot take the lock (lockreg_get's
  * why: "full", or another reason): 503. */
 void fencing_reply_untracked(struct freq *fr, const char *why);

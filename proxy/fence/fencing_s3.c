@@ -404,11 +404,11 @@ static void cas_reloaded(struct lockreg_entry *e, int ok, void *arg)
 		return;
 	}
 	if (!ok) {
-		char msg[320];
+		char what[80];
 
-		snprintf(msg, sizeof(msg), "cannot re-read lock \"%.40s\": %.256s", e->name,
-			 e->load_err);
-		proxy_req_resume(fr->req, fencing_reply_error(fr, 503, "SlowDown", msg, false, 0));
+		snprintf(what, sizeof(what), "cannot re-read lock \"%.40s\"", e->name);
+		proxy_req_resume(fr->req, fencing_reply_load_failed(fr, "SlowDown", what,
+								   e->load_err));
 		return;
 	}
 	if (superseded_meanwhile(fr, &act)) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -227,6 +228,20 @@ static void reply_error(struct s3l_call *c, struct front_hdrs *h)
 
 		snprintf(range, sizeof(range), "bytes */%" PRId64, c->range_len);
 		front_hdrs_add(h, "Content-Range", range);
+	}
+	if (c->status >= 500) {
+		/* a failure's detail names files of the server (the data
+		 * directory, errno): the log has it, the client the request id */
+		char msg[160];
+
+		log_warn("request \"%s\" \"%s %s\": the embedded store failed: %s", proxy_req_id(req),
+			 proxy_req_method(req), proxy_req_path(req), c->err_msg);
+		snprintf(msg, sizeof(msg), "the embedded store could not complete the request; the "
+			 "server's log has the details (request %s)", proxy_req_id(req));
+		if (c->status == 503)
+			front_hdrs_add(h, "Retry-After", "1");
+		proxy_req_reply_error(req, c->status, c->err_code, msg, h);
+		return;
 	}
 	proxy_req_reply_error(req, c->status, c->err_code, c->err_msg, h);
 }
@@ -609,6 +624,21 @@ out:
 
 /* ---- life cycle --------------------------------------------------------- */
 
+/* Open bucket stores kept per worker thread: each holds a few descriptors
+ * for as long as it stays cached, so under a small RLIMIT_NOFILE fewer are
+ * kept (one per 256 descriptors of the limit, 1 to S3L_CACHE_SLOTS); a
+ * worker that runs out anyway gives its cached ones back and retries. */
+static int cache_slots_for_limit(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return S3L_CACHE_SLOTS;
+	n = rl.rlim_cur / 256;
+	return n < 1 ? 1 : n > S3L_CACHE_SLOTS ? S3L_CACHE_SLOTS : (int)n;
+}
+
 struct s3local *s3local_new(struct event_base *base, struct jobs *jobs,
 			    const char *data_dir, size_t max_object_bytes,
 			    char *err, size_t errlen)
@@ -650,6 +680,7 @@ struct s3local *s3local_new(struct event_base *base, struct jobs *jobs,
 		return NULL;
 	}
 	s->shared->refs = 1;
+	s->cache_slots = cache_slots_for_limit();
 	s->buckets = &s->shared->buckets;
 	s->base = base;
 	s->jobs = jobs;
@@ -673,6 +704,7 @@ struct s3local *s3local_new_sibling(const struct s3local *sibling, struct event_
 	s->base = base;
 	s->jobs = jobs;
 	s->max_object = sibling->max_object;
+	s->cache_slots = sibling->cache_slots;
 	return s;
 }
 

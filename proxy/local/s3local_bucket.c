@@ -58,6 +58,28 @@ static void bucket_path(const struct s3local *s, const char *bucket, char *buf, 
 	snprintf(buf, len, "%s/%s", s->data_dir, bucket);
 }
 
+/* A bucket's store did not open (errno from the attempt): out of
+ * descriptors is 503 SlowDown, anything else 500. */
+static void open_failed(struct s3l_call *c, const char *bucket, const char *err)
+{
+	int busy = errno == EMFILE || errno == ENFILE;
+
+	s3l_call_fail(c, busy ? 503 : 500, busy ? "SlowDown" : "InternalError",
+		      "cannot open bucket \"%s\": %s", bucket, err);
+}
+
+/* 1 if bucket's entry in the data directory is a directory of its own (a
+ * symlink, even to a directory, is not a bucket: every operation answers
+ * 404 NoSuchBucket and ListBuckets omits it, so that none follows it);
+ * its stat in *sb. */
+static int bucket_dir(const struct s3local *s, const char *bucket, struct stat *sb)
+{
+	char path[4096 + 80];
+
+	bucket_path(s, bucket, path, sizeof(path));
+	return lstat(path, sb) == 0 && S_ISDIR(sb->st_mode);
+}
+
 static struct store *open_bucket_store(const struct s3local *s, const char *bucket,
 				       char *err, size_t errlen)
 {
@@ -83,13 +105,12 @@ struct store *s3l_named_store(struct s3l_call *c, const char *bucket, int *owned
 	struct s3local *s = c->s;
 	struct worker_cache *wc;
 	struct cached_store *slot = NULL, *victim = NULL;
-	char path[4096 + 80], err[512];
+	char err[512];
 	struct stat sb;
 	int idx = jobs_worker_index(), i;
 
 	*owned = 0;
-	bucket_path(s, bucket, path, sizeof(path));
-	if (lstat(path, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+	if (!bucket_dir(s, bucket, &sb)) {
 		s3l_call_fail(c, 404, "NoSuchBucket", "the bucket \"%s\" does not exist", bucket);
 		return NULL;
 	}
@@ -97,7 +118,7 @@ struct store *s3l_named_store(struct s3l_call *c, const char *bucket, int *owned
 		struct store *st = open_bucket_store(s, bucket, err, sizeof(err));
 
 		if (!st) {
-			s3l_call_fail(c, 500, "InternalError", "cannot open bucket \"%s\": %s", bucket, err);
+			open_failed(c, bucket, err);
 			return NULL;
 		}
 		*owned = 1;
@@ -105,7 +126,7 @@ struct store *s3l_named_store(struct s3l_call *c, const char *bucket, int *owned
 	}
 	wc = &s->cache[idx];
 	wc->tick++;
-	for (i = 0; i < S3L_CACHE_SLOTS; i++) {
+	for (i = 0; i < s->cache_slots; i++) {
 		struct cached_store *cs = &wc->slot[i];
 
 		if (cs->st && strcmp(cs->bucket, bucket) == 0) {
@@ -126,8 +147,17 @@ struct store *s3l_named_store(struct s3l_call *c, const char *bucket, int *owned
 	}
 	if (!slot->st) {
 		slot->st = open_bucket_store(s, bucket, err, sizeof(err));
+		if (!slot->st && (errno == EMFILE || errno == ENFILE)) {
+			/* out of descriptors: this worker's other open stores
+			 * are idle (only it uses them); give them back, once */
+			for (i = 0; i < S3L_CACHE_SLOTS; i++) {
+				store_close(wc->slot[i].st);
+				wc->slot[i].st = NULL;
+			}
+			slot->st = open_bucket_store(s, bucket, err, sizeof(err));
+		}
 		if (!slot->st) {
-			s3l_call_fail(c, 500, "InternalError", "cannot open bucket \"%s\": %s", bucket, err);
+			open_failed(c, bucket, err);
 			return NULL;
 		}
 		snprintf(slot->bucket, sizeof(slot->bucket), "%s", bucket);
@@ -170,8 +200,14 @@ void s3l_fail_from_store(struct s3l_call *c, const struct store_result *res)
 		s3l_call_fail(c, 503, "SlowDown", "out of memory: %s", res->err_message);
 		break;
 	default:
-		s3l_call_fail(c, 500, "InternalError", "the local store failed: %s",
-			      res->err_message[0] ? res->err_message : store_strerror(res->code));
+		/* out of descriptors (store_fs: SlowDown) is a busy server, not a fault */
+		if (strcmp(res->err_code, "SlowDown") == 0)
+			s3l_call_fail(c, 503, "SlowDown", "the local store is busy: %s",
+				      res->err_message);
+		else
+			s3l_call_fail(c, 500, "InternalError", "the local store failed: %s",
+				      res->err_message[0] ? res->err_message
+							  : store_strerror(res->code));
 		break;
 	}
 }
@@ -245,11 +281,9 @@ out:
 
 void s3l_run_head_bucket(struct s3l_call *c)
 {
-	char path[4096 + 80];
 	struct stat sb;
 
-	bucket_path(c->s, c->bucket, path, sizeof(path));
-	if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode))
+	if (!bucket_dir(c->s, c->bucket, &sb))
 		s3l_call_fail(c, 404, "NoSuchBucket", "the bucket \"%s\" does not exist", c->bucket);
 	else
 		c->status = 200;
@@ -267,7 +301,7 @@ void s3l_run_delete_bucket(struct s3l_call *c)
 
 	pthread_rwlock_wrlock(s->buckets);
 	bucket_path(s, c->bucket, path, sizeof(path));
-	if (stat(path, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+	if (!bucket_dir(s, c->bucket, &sb)) {
 		s3l_call_fail(c, 404, "NoSuchBucket", "the bucket \"%s\" does not exist", c->bucket);
 		goto out;
 	}

@@ -76,6 +76,8 @@ struct s3local {
 	s3local_upload_fn on_upload; /* loop thread only */
 	void *on_upload_arg;
 	struct worker_cache cache[S3L_WORKERS_MAX];
+	int cache_slots;            /* slots used per worker, 1..S3L_CACHE_SLOTS:
+				     * fewer under a small descriptor limit */
 };
 
 enum s3l_op {

@@ -170,7 +170,7 @@ void s3l_run_list_buckets(struct s3l_call *c)
 	for (i = 0; i < n; i++) {
 		struct stat sb;
 
-		if (fstatat(data_fd, names[i], &sb, 0) < 0 || !S_ISDIR(sb.st_mode))
+		if (fstatat(data_fd, names[i], &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(sb.st_mode))
 			continue;
 		s3l_iso8601(bucket_created(data_fd, names[i], &sb), when, sizeof(when));
 		evbuffer_add_printf(b, "<Bucket>");

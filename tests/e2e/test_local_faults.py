@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The embedded store when its directory misbehaves (issue 23, point 5 and
+the descriptor budget): errors tell the client what went wrong, never where
+the server keeps its files; a symlinked bucket directory is refused the same
+way by every operation; running out of descriptors is 503 SlowDown, never
+500, and service resumes when the load ends.
+
+fencegate runs over a fresh data directory on a free 127.0.0.1 port and is
+stopped by its PID. Prints 'N passed, N failed'."""
+import http.client
+import os
+import resource
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402
+
+
+def req(port, method, path, body=b"", headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    try:
+        h = {"Content-Type": "application/octet-stream"}
+        h.update(headers or {})
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def token(port, bucket):
+    import json
+    st, d = req(port, "POST", "/_fence/locks/%s/acquire" % bucket,
+                json.dumps({"ttlMs": 60000, "holder": "t"}).encode(),
+                {"Content-Type": "application/json"})
+    assert st == 200, (st, d)
+    return {"X-Fencing-Token": str(json.loads(d)["epoch"])}
+
+
+def test_no_server_paths():
+    g = harness.Fencegate()
+    try:
+        # a bucket whose store cannot open: its reserved directory is a file
+        os.mkdir(os.path.join(g.data, "brokenb"))
+        with open(os.path.join(g.data, "brokenb", ".fencegate"), "w") as f:
+            f.write("not a directory")
+        seen = []
+        for method, path in (("GET", "/brokenb/k"), ("GET", "/brokenb?list-type=2"),
+                             ("HEAD", "/brokenb/k"), ("DELETE", "/brokenb")):
+            st, body = req(g.port, method, path)
+            seen.append((method, path, st))
+            assert st >= 400, (method, path, st)
+            assert g.data.encode() not in body and g.dir.path.encode() not in body, \
+                "%s %s leaks a server path: %r" % (method, path, body)
+            assert b"/tmp/" not in body, body
+        assert any(st >= 500 for _m, _p, st in seen), "a store failure was provoked: %s" % seen
+        assert g.data in g.stderr(), "the log keeps the detail"
+        assert g.get("/_fence/health")[0] == 200
+    finally:
+        g.close()
+
+
+def test_symlinked_bucket():
+    g = harness.Fencegate()
+    try:
+        assert req(g.port, "PUT", "/realb")[0] == 200
+        t = token(g.port, "realb")
+        assert req(g.port, "PUT", "/realb/obj", b"real", t)[0] == 200
+        before = sorted(os.listdir(os.path.join(g.data, "realb")))
+        os.symlink(os.path.join(g.data, "realb"), os.path.join(g.data, "linkb"))
+        answers = {}
+        for method, path in (("HEAD", "/linkb"), ("GET", "/linkb?list-type=2"),
+                             ("GET", "/linkb/obj"), ("HEAD", "/linkb/obj"),
+                             ("DELETE", "/linkb/obj"), ("DELETE", "/linkb")):
+            answers[(method, path)] = req(g.port, method, path)[0]
+        assert set(answers.values()) == {404}, answers
+        st, _ = req(g.port, "PUT", "/linkb/new", b"x", {"X-Fencing-Token": "1"})
+        assert st != 500 and not 200 <= st < 300, st
+        st, body = req(g.port, "GET", "/")
+        assert st == 200 and b"<Name>realb</Name>" in body and b"linkb" not in body, body
+        st, _ = req(g.port, "PUT", "/linkb")
+        assert st == 409, st
+        # nothing reached the real bucket through the link
+        assert sorted(os.listdir(os.path.join(g.data, "realb"))) == before, "unchanged"
+        st, body = req(g.port, "GET", "/realb/obj")
+        assert st == 200 and body == b"real"
+        assert not os.path.exists(os.path.join(g.data, "realb", "new"))
+        assert os.path.islink(os.path.join(g.data, "linkb")), "the link itself is untouched"
+    finally:
+        g.close()
+
+
+def test_descriptor_budget():
+    """ulimit -n 64 and many buckets: the budget runs out, requests get 503
+    SlowDown (never 500), the daemon stays healthy, service resumes."""
+    nofile = 64
+
+    def small():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    g = harness.Fencegate("--workers", "1", preexec_fn=small)
+    try:
+        buckets = ["fdb%02d" % i for i in range(40)]
+        for b in buckets:
+            assert req(g.port, "PUT", "/" + b)[0] == 200
+        tokens = {b: token(g.port, b) for b in buckets[:4]}
+        statuses = []
+        deadline = time.monotonic() + 30
+        for rnd in range(2):
+            for i, b in enumerate(buckets):
+                if time.monotonic() > deadline:
+                    break
+                st, body = req(g.port, "GET", "/%s/k%d" % (b, i))
+                statuses.append(st)
+                assert st != 500, "500 under descriptor pressure: %r" % body
+        assert set(statuses) <= {404, 503} and 404 in statuses, sorted(set(statuses))
+        # the load is gone: every bucket serves again
+        harness.wait_for("health", lambda: g.get("/_fence/health")[0] == 200, 15)
+        for b in buckets[:4]:
+            st, body = req(g.port, "PUT", "/%s/after" % b, b"x", tokens[b])
+            assert st == 200, (b, st, body, sorted(set(statuses)))
+            st, body = req(g.port, "GET", "/%s/after" % b)
+            assert st == 200 and body == b"x", (b, st)
+        assert g.alive()
+    finally:
+        g.close()
+
+
+def main():
+    r = harness.Runner("e2e local faults")
+    r.check("no server path in any client-visible error", test_no_server_paths)
+    r.check("a symlinked bucket directory is refused by every operation", test_symlinked_bucket)
+    r.check("out of descriptors: 503 SlowDown, never 500, then service resumes",
+            test_descriptor_budget)
+    return r.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
