@@ -16,20 +16,16 @@ calls surface as FencegateError with the proxy's code. Bounded: every wait
 has a timeout, each worker writes at most 400 times."""
 import glob
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
+import zombie  # noqa: E402
+from zombie import BUCKET, NOLOCK_KEY, WORKER_KEY  # noqa: E402
 
 PKG = os.path.join(harness.ROOT, "lock", "python")
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fenced_worker.py")
-BUCKET = "jobs"
-WORKER_KEY = ("AKIDPYWORKER01", "py-worker-secret-01")
-NOLOCK_KEY = ("AKIDPYNOLOCK01", "py-nolock-secret-01")
 
 state = {}
 
@@ -67,74 +63,26 @@ def t_unit():
     print("     unit: %s" % ran[0])
 
 
-class Worker:
-    """fenced_worker.py as a child process, its stdout lines collected."""
-
-    def __init__(self, url, name, ttl, mode, env):
-        env = dict(env, PYTHONPATH=state["site"])
-        self.proc = subprocess.Popen([sys.executable, WORKER, url, BUCKET, "data", name,
-                                      str(ttl), mode], env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        self.lines = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wrote(self):
-        return sum(1 for ln in self.lines if ln.startswith("wrote "))
-
-    def finish(self, timeout=20.0):
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            harness.stop(self.proc, signal.SIGKILL)
-            raise AssertionError("worker still running: %s" % self.lines[-5:])
-        self.reader.join(5.0)
-        return rc
-
-    def close(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            harness.stop(self.proc, signal.SIGKILL)
-
-
-def zombie_scenario(url, mode, env, s3_client, creds, read_stored):
-    # s3_client makes a fresh boto3 client: B attaches its lock to it
-    """Worker A holds a 1.5 s lease, is stopped, B takes over and writes,
-    A resumes. Returns A's last line."""
+def run_zombie(url, mode, env, client, creds, stored):
+    """zombie.scenario with fenced_worker.py as A and this process as B."""
     import fencegate
-    a = Worker(url, "A", 1.5, mode, env)
-    b = None
-    try:
-        harness.wait_for("worker A writing", lambda: a.wrote() >= 3, timeout=20)
-        epoch_a = int([ln for ln in a.lines if ln.startswith("epoch ")][0].split()[1])
-        os.kill(a.proc.pid, signal.SIGSTOP)
-        stopped_at = a.wrote()
+
+    def start_a():
+        return zombie.Worker([sys.executable, WORKER, url, BUCKET, "data", "A", "1.5", mode],
+                             dict(env, PYTHONPATH=state["site"]))
+
+    def takeover():
         b = fencegate.Lock(url, BUCKET, ttl=20.0, holder="B", credentials=creds)
-        assert b.acquire(wait=10.0) > epoch_a, (b.epoch, epoch_a)
-        s3 = b.attach(s3_client())
-        s3.put_object(Bucket=BUCKET, Key="data", Body=b"B:final")
-        os.kill(a.proc.pid, signal.SIGCONT)
-        rc = a.finish()
-        last = a.lines[-1] if a.lines else ""
-        assert a.wrote() <= stopped_at + 1, (stopped_at, a.lines[-5:])
-        if mode == "attach":
-            # refused before sending, or (a request already past the check
-            # when the stop came) by the proxy
-            assert (rc, last.split()[0]) in ((3, "lost-client"), (4, "refused-proxy")), \
-                (rc, a.lines[-5:])
-        else:
-            assert rc == 4 and last == "refused-proxy FencingTokenStale 409", (rc, a.lines[-5:])
-        got = s3.get_object(Bucket=BUCKET, Key="data")["Body"].read()
-        assert got == b"B:final", got
-        assert read_stored() == b"B:final", read_stored()
+        epoch = b.acquire(wait=10.0)
+        b.attach(client).put_object(Bucket=BUCKET, Key="data", Body=b"B:final")
         b.release()
-        return last
-    finally:
-        a.close()
+        b.detach(client)
+        return epoch
+
+    def through_proxy():
+        return client.get_object(Bucket=BUCKET, Key="data")["Body"].read()
+    lines = zombie.scenario(start_a, mode, takeover, [through_proxy, stored])
+    return lines[-1]
 
 
 def boto_client(url, creds):
@@ -152,29 +100,16 @@ def t_embedded():
         st = harness.run(["curl", "-sf", "-X", "PUT", g.url + "/" + BUCKET]).returncode
         assert st == 0
         env = dict(os.environ, **harness.CREDS)   # lock calls signed, auth off
-        s3 = lambda: boto_client(g.url, ("test", "test"))  # noqa: E731
+        s3 = boto_client(g.url, ("test", "test"))
 
         def stored():
             with open(os.path.join(g.data, BUCKET, "data"), "rb") as f:
                 return f.read()
         for mode, creds in (("attach", None), ("raw", False)):
-            last = zombie_scenario(g.url, mode, env, s3, creds, stored)
+            last = run_zombie(g.url, mode, env, s3, creds, stored)
             print("     embedded %s: A's last line: %s" % (mode, last))
     finally:
         g.close()
-
-
-def auth_config(moto_url):
-    return {
-        "upstream": {"endpoint": moto_url, "region": "us-east-1"},
-        "unrouted_writes": "bucket_lock",
-        "clients": [
-            {"access_key": WORKER_KEY[0], "secret_env": "PY_WORKER_SECRET",
-             "allow": [{"prefix": "/%s" % BUCKET, "actions": ["read", "write", "lock"]}]},
-            {"access_key": NOLOCK_KEY[0], "secret_env": "PY_NOLOCK_SECRET",
-             "allow": [{"prefix": "/%s" % BUCKET, "actions": ["read", "write"]}]},
-        ],
-    }
 
 
 def t_moto_auth():
@@ -184,19 +119,16 @@ def t_moto_auth():
     try:
         moto.create_bucket(BUCKET)
         env = dict(os.environ, **harness.CREDS)
-        env.update(PY_WORKER_SECRET=WORKER_KEY[1], PY_NOLOCK_SECRET=NOLOCK_KEY[1])
-        g = harness.Fencegate("--access-log", "off", data=False, config=auth_config(moto.url),
-                              env=env)
-        # the workers find their keys where any AWS program does
-        wenv = dict(os.environ, AWS_ACCESS_KEY_ID=WORKER_KEY[0],
-                    AWS_SECRET_ACCESS_KEY=WORKER_KEY[1], AWS_DEFAULT_REGION="us-east-1")
-        wenv.pop("AWS_SESSION_TOKEN", None)
-        s3 = lambda: boto_client(g.url, WORKER_KEY)  # noqa: E731
+        env.update(zombie.SECRETS)
+        g = harness.Fencegate("--access-log", "off", data=False,
+                              config=zombie.auth_config(moto.url), env=env)
+        wenv = zombie.worker_env(WORKER_KEY)   # found where any AWS program looks
+        s3 = boto_client(g.url, WORKER_KEY)
 
         def stored():
             return moto.client().get_object(Bucket=BUCKET, Key="data")["Body"].read()
         for mode in ("attach", "raw"):
-            last = zombie_scenario(g.url, mode, wenv, s3, WORKER_KEY, stored)
+            last = run_zombie(g.url, mode, wenv, s3, WORKER_KEY, stored)
             print("     moto+auth %s: A's last line: %s" % (mode, last))
 
         # refusals are answers with the proxy's code, not crashes

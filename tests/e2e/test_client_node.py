@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""End-to-end: the Node lock client (lock/js, package fencegate) as a user
+installs it — `npm pack` of lock/js, then `npm install` of that tarball and
+@aws-sdk/client-s3 into a scratch directory (from the npm registry, or
+npm's cache) — against a real fencegate.
+
+Its unit tests (node --test) run against the installed copy. Then worker A
+(fenced_worker.cjs) holding a 1.5 s lease is SIGSTOPped mid-loop; worker B
+takes the lock and writes; A gets SIGCONT and its next write must be refused
+— by the client (LeaseLost, lock.signal aborted; lock.attach) or, for a
+worker that only puts the token on, by the proxy (409 FencingTokenStale) —
+and the storage must hold B's data: read through the proxy and from the
+data directory (embedded store, auth off) or from moto (S3 mode, auth on,
+lock calls SigV4-signed through the AWS credential chain). Unsigned and
+unpermitted lock calls surface as FencegateError with the proxy's code.
+Bounded: every wait has a timeout, each worker writes at most 400 times."""
+import glob
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402
+import zombie  # noqa: E402
+from zombie import BUCKET, NOLOCK_KEY, WORKER_KEY  # noqa: E402
+
+PKG = os.path.join(harness.ROOT, "lock", "js")
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fenced_worker.cjs")
+state = {}
+
+
+def t_install():
+    tmp = harness.TempDir()
+    state["tmp"] = tmp
+    app = os.path.join(tmp.path, "app")
+    os.mkdir(app)
+    p = harness.run(["npm", "pack", "--silent", "--pack-destination", tmp.path, PKG], timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    tgz = glob.glob(os.path.join(tmp.path, "fencegate-*.tgz"))
+    assert len(tgz) == 1, os.listdir(tmp.path)
+    with open(os.path.join(app, "package.json"), "w") as f:
+        f.write('{"name": "scratch-app", "private": true}\n')
+    p = harness.run(["npm", "install", "--prefix", app, "--prefer-offline", "--no-audit",
+                     "--no-fund", "--loglevel=error", tgz[0], "@aws-sdk/client-s3"], timeout=300)
+    assert p.returncode == 0, "npm install (needs the npm registry or its cache): " + \
+        p.stdout + p.stderr
+    mod = os.path.join(app, "node_modules")
+    assert os.path.isfile(os.path.join(mod, "fencegate", "lib", "lock.js"))
+    assert not os.path.islink(os.path.join(mod, "fencegate")), "linked, not installed"
+    assert not os.path.exists(os.path.join(mod, "fencegate", "test")), "tests were packed"
+    for dep in ("@smithy/signature-v4", "@aws-crypto/sha256-js", "@aws-sdk/credential-provider-node"):
+        assert os.path.isdir(os.path.join(mod, dep)), dep + " not installed with fencegate"
+    state["app"], state["modules"] = app, mod
+
+
+def t_unit():
+    env = dict(os.environ, FENCEGATE_MODULE=os.path.join(state["modules"], "fencegate"))
+    p = harness.run(["node", "--test", os.path.join(PKG, "test")], env=env, timeout=120)
+    out = p.stdout + p.stderr
+    counts = dict(ln[2:].split() for ln in out.splitlines()
+                  if ln.startswith("# ") and len(ln.split()) == 3 and ln.split()[2].isdigit())
+    assert p.returncode == 0 and counts.get("fail") == "0", out[-3000:]
+    assert int(counts.get("pass", 0)) >= 15 and counts.get("skipped") == "0", counts
+    print("     unit: %s passed, %s failed, %s skipped" % (counts["pass"], counts["fail"],
+                                                        counts["skipped"]))
+
+
+def node_env(env):
+    return dict(env, NODE_PATH=state["modules"], AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING="1")
+
+
+def run_zombie(url, mode, env, readers):
+    env = node_env(env)
+
+    def start_a():
+        return zombie.Worker(["node", WORKER, url, BUCKET, "data", "A", "1.5", mode], env)
+
+    def takeover():
+        p = harness.run(["node", WORKER, url, BUCKET, "data", "B", "20", "takeover"],
+                        env=env, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        return int(p.stdout.split("took epoch ")[1].split()[0])
+    lines = zombie.scenario(start_a, mode, takeover, readers)
+    if lines[-1].startswith("lost-client"):
+        assert "signal aborted true" in lines, lines[-3:]
+    return lines[-1]
+
+
+def boto_client(url, creds):
+    import boto3
+    from botocore.config import Config
+    return boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                        aws_access_key_id=creds[0], aws_secret_access_key=creds[1],
+                        config=Config(s3={"addressing_style": "path"}))
+
+
+def t_embedded():
+    g = harness.Fencegate("--access-log", "off")
+    try:
+        assert harness.run(["curl", "-sf", "-X", "PUT", g.url + "/" + BUCKET]).returncode == 0
+        s3 = boto_client(g.url, ("test", "test"))
+
+        def through_proxy():
+            return s3.get_object(Bucket=BUCKET, Key="data")["Body"].read()
+
+        def stored():
+            with open(os.path.join(g.data, BUCKET, "data"), "rb") as f:
+                return f.read()
+        env = dict(os.environ, **harness.CREDS)   # lock calls signed, auth off
+        last = run_zombie(g.url, "attach", env, [through_proxy, stored])
+        print("     embedded attach: A's last line: %s" % last)
+        env["FENCEGATE_UNSIGNED"] = "1"
+        last = run_zombie(g.url, "raw", env, [through_proxy, stored])
+        print("     embedded raw, unsigned: A's last line: %s" % last)
+    finally:
+        g.close()
+
+
+def t_moto_auth():
+    moto = harness.Moto()
+    g = None
+    try:
+        moto.create_bucket(BUCKET)
+        env = dict(os.environ, **harness.CREDS)
+        env.update(zombie.SECRETS)
+        g = harness.Fencegate("--access-log", "off", data=False,
+                              config=zombie.auth_config(moto.url), env=env)
+        s3 = boto_client(g.url, WORKER_KEY)
+
+        def through_proxy():
+            return s3.get_object(Bucket=BUCKET, Key="data")["Body"].read()
+
+        def in_moto():
+            return moto.client().get_object(Bucket=BUCKET, Key="data")["Body"].read()
+        wenv = zombie.worker_env(WORKER_KEY)
+        for mode in ("attach", "raw"):
+            last = run_zombie(g.url, mode, wenv, [through_proxy, in_moto])
+            print("     moto+auth %s: A's last line: %s" % (mode, last))
+        probes = ((dict(wenv, FENCEGATE_UNSIGNED="1"), "error 403 AccessDenied"),
+                  (zombie.worker_env(NOLOCK_KEY), "error 403 AccessDenied"),
+                  (zombie.worker_env(("AKIDUNKNOWN001", "x")), "error 403 InvalidAccessKeyId"),
+                  (wenv, "epoch "))
+        for penv, want in probes:
+            p = harness.run(["node", WORKER, g.url, BUCKET, "data", "P", "5", "probe"],
+                            env=node_env(penv), timeout=60)
+            assert p.returncode == 0 and p.stdout.startswith(want), (want, p.stdout, p.stderr)
+    finally:
+        if g:
+            g.close()
+        moto.close()
+
+
+def main():
+    r = harness.Runner("e2e node client")
+    try:
+        if not shutil.which("node") or not shutil.which("npm"):
+            r.check("node and npm are installed", lambda: (_ for _ in ()).throw(
+                AssertionError("node/npm missing: deploy/install-deps.sh test installs them")))
+            return r.finish()
+        r.check("npm pack of lock/js installed with @aws-sdk/client-s3 into a scratch app",
+                t_install)
+        if "modules" in state:
+            r.check("unit tests (node --test) of the installed package", t_unit)
+            r.check("embedded store, auth off: a SIGSTOPped worker's next write is refused "
+                    "(client LeaseLost + signal / proxy 409); storage holds the new holder's "
+                    "data", t_embedded)
+            r.check("S3 mode (moto), auth on: the same, lock calls SigV4-signed from the "
+                    "AWS chain; unsigned/unpermitted lock calls are 403s", t_moto_auth)
+    finally:
+        if "tmp" in state:
+            state["tmp"].close()
+    return r.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

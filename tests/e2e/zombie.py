@@ -1,0 +1,105 @@
+"""The zombie-worker scenario shared by the lock-client e2e tests
+(test_client_python.py, test_client_node.py): worker A (a child process
+that prints "epoch N", "wrote i"... and a last line) holds a short lease and
+is SIGSTOPped mid-loop; B takes the lock and writes NAME:final; A gets
+SIGCONT and must be refused, by its client or by the proxy; the storage
+must hold B's data. Also the S3-mode config with authentication the tests
+share. It starts no proxy: the tests do."""
+import os
+import signal
+import subprocess
+import threading
+
+import harness
+
+BUCKET = "jobs"
+WORKER_KEY = ("AKIDZWORKER001", "zombie-worker-secret-01")
+NOLOCK_KEY = ("AKIDZNOLOCK001", "zombie-nolock-secret-01")
+SECRETS = {"ZOMBIE_WORKER_SECRET": WORKER_KEY[1], "ZOMBIE_NOLOCK_SECRET": NOLOCK_KEY[1]}
+
+
+def auth_config(moto_url):
+    """S3 mode in front of moto; WORKER_KEY may read, write and lock
+    bucket BUCKET, NOLOCK_KEY only read and write. The proxy's env needs
+    SECRETS."""
+    return {
+        "upstream": {"endpoint": moto_url, "region": "us-east-1"},
+        "unrouted_writes": "bucket_lock",
+        "clients": [
+            {"access_key": WORKER_KEY[0], "secret_env": "ZOMBIE_WORKER_SECRET",
+             "allow": [{"prefix": "/%s" % BUCKET, "actions": ["read", "write", "lock"]}]},
+            {"access_key": NOLOCK_KEY[0], "secret_env": "ZOMBIE_NOLOCK_SECRET",
+             "allow": [{"prefix": "/%s" % BUCKET, "actions": ["read", "write"]}]},
+        ],
+    }
+
+
+def worker_env(creds):
+    """The environment of a worker whose AWS chain finds creds."""
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=creds[0], AWS_SECRET_ACCESS_KEY=creds[1],
+               AWS_DEFAULT_REGION="us-east-1", AWS_REGION="us-east-1")
+    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        env.pop(name, None)
+    return env
+
+
+class Worker:
+    """A child process, its stdout lines collected."""
+
+    def __init__(self, argv, env):
+        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wrote(self):
+        return sum(1 for ln in self.lines if ln.startswith("wrote "))
+
+    def finish(self, timeout=20.0):
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            harness.stop(self.proc, signal.SIGKILL)
+            raise AssertionError("worker still running: %s" % self.lines[-5:])
+        self.reader.join(5.0)
+        return rc
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            harness.stop(self.proc, signal.SIGKILL)
+
+
+def scenario(start_a, mode, takeover, readers):
+    """start_a() → a Worker in `mode` ("attach": its client refuses, or the
+    proxy if a request was in flight; "raw": the proxy must refuse);
+    takeover() → B's epoch, once B wrote B:final; readers: functions that
+    read the object back (proxy, storage). Returns A's lines."""
+    a = start_a()
+    try:
+        harness.wait_for("worker A writing", lambda: a.wrote() >= 3, timeout=30)
+        epoch_a = int([ln for ln in a.lines if ln.startswith("epoch ")][0].split()[1])
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        stopped_at = a.wrote()
+        epoch_b = takeover()
+        assert epoch_b > epoch_a, (epoch_b, epoch_a)
+        os.kill(a.proc.pid, signal.SIGCONT)
+        rc = a.finish()
+        last = a.lines[-1] if a.lines else ""
+        assert a.wrote() <= stopped_at + 1, (stopped_at, a.lines[-5:])
+        if mode == "attach":
+            assert (rc, last.split()[0]) in ((3, "lost-client"), (4, "refused-proxy")), \
+                (rc, a.lines[-5:])
+        else:
+            assert (rc, last) == (4, "refused-proxy FencingTokenStale 409"), (rc, a.lines[-5:])
+        for read in readers:
+            got = read()
+            assert got == b"B:final", (read.__name__, got)
+        return a.lines
+    finally:
+        a.close()
