@@ -14,17 +14,17 @@ data directory (embedded store, auth off) or from moto (S3 mode, auth on,
 lock calls SigV4-signed through the AWS credential chain). Unsigned and
 unpermitted lock calls surface as FencegateError with the proxy's code.
 Bounded: every wait has a timeout, each worker writes at most 400 times."""
-import glob
 import os
 import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import clientpkg  # noqa: E402
 import harness  # noqa: E402
 import zombie  # noqa: E402
 from zombie import BUCKET, NOLOCK_KEY, WORKER_KEY  # noqa: E402
 
-PKG = os.path.join(harness.ROOT, "lock", "js")
+PKG = clientpkg.JS_PKG
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fenced_worker.cjs")
 state = {}
 
@@ -32,25 +32,13 @@ state = {}
 def t_install():
     tmp = harness.TempDir()
     state["tmp"] = tmp
-    app = os.path.join(tmp.path, "app")
-    os.mkdir(app)
-    p = harness.run(["npm", "pack", "--silent", "--pack-destination", tmp.path, PKG], timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    tgz = glob.glob(os.path.join(tmp.path, "fencegate-*.tgz"))
-    assert len(tgz) == 1, os.listdir(tmp.path)
-    with open(os.path.join(app, "package.json"), "w") as f:
-        f.write('{"name": "scratch-app", "private": true}\n')
-    p = harness.run(["npm", "install", "--prefix", app, "--prefer-offline", "--no-audit",
-                     "--no-fund", "--loglevel=error", tgz[0], "@aws-sdk/client-s3"], timeout=300)
-    assert p.returncode == 0, "npm install (needs the npm registry or its cache): " + \
-        p.stdout + p.stderr
-    mod = os.path.join(app, "node_modules")
+    mod = clientpkg.install_node(tmp.path)
     assert os.path.isfile(os.path.join(mod, "fencegate", "lib", "lock.js"))
     assert not os.path.islink(os.path.join(mod, "fencegate")), "linked, not installed"
     assert not os.path.exists(os.path.join(mod, "fencegate", "test")), "tests were packed"
     for dep in ("@smithy/signature-v4", "@aws-crypto/sha256-js", "@aws-sdk/credential-provider-node"):
         assert os.path.isdir(os.path.join(mod, dep)), dep + " not installed with fencegate"
-    state["app"], state["modules"] = app, mod
+    state["modules"] = mod
 
 
 def t_unit():

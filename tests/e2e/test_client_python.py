@@ -14,17 +14,16 @@ and unsigned) or from moto (S3 mode, authentication on, lock calls signed
 through the AWS credential chain). Refusals of unsigned or unpermitted lock
 calls surface as FencegateError with the proxy's code. Bounded: every wait
 has a timeout, each worker writes at most 400 times."""
-import glob
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import clientpkg  # noqa: E402
 import harness  # noqa: E402
 import zombie  # noqa: E402
 from zombie import BUCKET, NOLOCK_KEY, WORKER_KEY  # noqa: E402
 
-PKG = os.path.join(harness.ROOT, "lock", "python")
+PKG = clientpkg.PY_PKG
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fenced_worker.py")
 
 state = {}
@@ -33,18 +32,7 @@ state = {}
 def t_install():
     tmp = harness.TempDir()
     state["tmp"] = tmp
-    dist, site = os.path.join(tmp.path, "dist"), os.path.join(tmp.path, "site")
-    # the source tree stays clean: build from a copy (setuptools writes build/)
-    src = os.path.join(tmp.path, "src")
-    subprocess.run(["cp", "-r", PKG, src], check=True)
-    p = harness.run(["/usr/bin/python3", "-m", "pip", "wheel", "--no-build-isolation",
-                     "--no-deps", "-w", dist, src], timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    wheels = glob.glob(os.path.join(dist, "fencegate-*.whl"))
-    assert len(wheels) == 1, os.listdir(dist)
-    p = harness.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
-                     "--target", site, wheels[0]], timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
+    site = clientpkg.install_python(tmp.path)
     assert os.path.isfile(os.path.join(site, "fencegate", "lock.py"))
     assert not os.path.exists(os.path.join(site, "tests")), "tests were packaged"
     state["site"] = site
