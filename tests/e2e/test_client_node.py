@@ -42,7 +42,7 @@ def t_install():
 
 
 def t_unit():
-    env = dict(os.environ, FENCEGATE_MODULE=os.path.join(state["modules"], "fencegate"))
+    env = dict(node_env(os.environ), FENCEGATE_MODULE=os.path.join(state["modules"], "fencegate"))
     p = harness.run(["node", "--test", os.path.join(PKG, "test")], env=env, timeout=120)
     out = p.stdout + p.stderr
     counts = dict(ln[2:].split() for ln in out.splitlines()
@@ -54,7 +54,8 @@ def t_unit():
 
 
 def node_env(env):
-    return dict(env, NODE_PATH=state["modules"], AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING="1")
+    return dict(env, NODE_PATH=state["modules"],
+                AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED="true")
 
 
 def run_zombie(url, mode, env, readers):
@@ -138,6 +139,23 @@ def t_moto_auth():
         moto.close()
 
 
+def t_tls():
+    tls = zombie.TlsGate()
+    try:
+        env = dict(os.environ, FENCEGATE_UNSIGNED="1")
+        env.pop("SSL_CERT_FILE", None)
+        for bundle, want in ((tls.cert, "epoch "), (None, "error ")):
+            if bundle:
+                env["AWS_CA_BUNDLE"] = bundle
+            else:
+                env.pop("AWS_CA_BUNDLE", None)
+            p = harness.run(["node", WORKER, tls.url, BUCKET, "data", "P", "5", "probe"],
+                            env=node_env(env), timeout=60)
+            assert p.returncode == 0 and p.stdout.startswith(want), (bundle, p.stdout, p.stderr)
+    finally:
+        tls.close()
+
+
 def main():
     r = harness.Runner("e2e node client")
     try:
@@ -154,6 +172,8 @@ def main():
                     "data", t_embedded)
             r.check("S3 mode (moto), auth on: the same, lock calls SigV4-signed from the "
                     "AWS chain; unsigned/unpermitted lock calls are 403s", t_moto_auth)
+            r.check("TLS with a private CA: trusted through AWS_CA_BUNDLE, refused without",
+                    t_tls)
     finally:
         if "tmp" in state:
             state["tmp"].close()

@@ -135,6 +135,30 @@ def t_moto_auth():
         moto.close()
 
 
+def t_tls():
+    import fencegate
+    tls = zombie.TlsGate()
+    saved = os.environ.get("AWS_CA_BUNDLE")
+    try:
+        lk = fencegate.Lock(tls.url, BUCKET, verify=tls.cert, credentials=False)
+        assert lk.acquire() >= 1
+        lk.release()
+        os.environ["AWS_CA_BUNDLE"] = tls.cert      # verify=None: the AWS variable
+        with fencegate.Lock(tls.url, BUCKET, credentials=False) as lk:
+            assert lk.epoch >= 2
+        try:
+            fencegate.Lock(tls.url, BUCKET, verify=True, credentials=False).acquire()
+            raise AssertionError("a private CA was trusted with verify=True")
+        except fencegate.FencegateError as e:
+            assert e.status is None and "CERTIFICATE_VERIFY_FAILED" in str(e), str(e)
+    finally:
+        if saved is None:
+            os.environ.pop("AWS_CA_BUNDLE", None)
+        else:
+            os.environ["AWS_CA_BUNDLE"] = saved
+        tls.close()
+
+
 def main():
     r = harness.Runner("e2e python client")
     try:
@@ -147,6 +171,8 @@ def main():
                     t_embedded)
             r.check("S3 mode (moto), auth on: the same, lock calls SigV4-signed from the "
                     "AWS chain; unsigned/unpermitted lock calls are 403s", t_moto_auth)
+            r.check("TLS with a private CA: verify=PATH and AWS_CA_BUNDLE trust it, "
+                    "the system store does not", t_tls)
     finally:
         if "tmp" in state:
             state["tmp"].close()

@@ -68,7 +68,7 @@ def t_workers():
         env = dict(os.environ, FENCEGATE=g.url, FENCECTL=os.path.join(harness.BIN, "fencectl"),
                    PYTHONPATH=clientpkg.install_python(tmp.path),
                    AWS_ACCESS_KEY_ID="worker", AWS_SECRET_ACCESS_KEY="worker",
-                   AWS_SDK_JS_SUPPRESS_NODE_DEPRECATION_WARNING="1")
+                   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED="true")
         env.pop("AWS_ENDPOINT_URL", None)
         env.pop("NODE_PATH", None)
         steps = [

@@ -103,3 +103,34 @@ def scenario(start_a, mode, takeover, readers):
         return a.lines
     finally:
         a.close()
+
+
+class TlsGate:
+    """An embedded-store fencegate listening with TLS (a self-signed
+    certificate for 127.0.0.1, test_tls.make_cert) with bucket BUCKET made;
+    cert is the CA bundle a client needs."""
+
+    def __init__(self):
+        import ssl
+        import urllib.request
+        from test_tls import make_cert
+        self.tmp = harness.TempDir()
+        self.gate = None
+        try:
+            self.cert, key = make_cert(self.tmp.path, "gate")
+            self.gate = harness.Fencegate("--access-log", "off", ready=False,
+                                          config={"tls": {"cert": self.cert, "key": key},
+                                                  "unrouted_writes": "bucket_lock"})
+            self.url = "https://127.0.0.1:%d" % self.gate.port
+            ctx = ssl.create_default_context(cafile=self.cert)
+            req = urllib.request.Request(self.url + "/" + BUCKET, method="PUT")
+            harness.wait_for("the TLS bucket made", lambda: urllib.request.urlopen(
+                req, context=ctx, timeout=5).status == 200)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self):
+        if self.gate:
+            self.gate.close()
+        self.tmp.close()
