@@ -100,9 +100,26 @@ def t_workers():
         g.close()
 
 
+def t_readme_copies():
+    """The README's copies of worker.py and worker.cjs are the files' code."""
+    import re
+    with open(os.path.join(harness.ROOT, "README.md")) as f:
+        text = f.read()
+    start = text.index("\n## Workers in Python and Node")
+    section = text[start:text.index("\n## ", start + 1)]
+    for lang, name, code_starts in (("python", "worker.py", "import "),
+                                    ("js", "worker.cjs", "const ")):
+        blocks = re.findall(r"```%s\n(.*?)```" % lang, section, re.S)
+        with open(os.path.join(EX, name)) as f:
+            src = f.read()
+        code = src[src.index("\n" + code_starts) + 1:]
+        assert blocks == [code], "README's %s differs from examples/%s" % (lang, name)
+
+
 def main():
     r = harness.Runner("e2e examples")
     r.check("examples: shell, Python, Node and C workers count up, fenced", t_workers)
+    r.check("the README shows examples/worker.py and worker.cjs as they are", t_readme_copies)
     return r.finish()
 
 
