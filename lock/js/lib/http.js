@@ -75,7 +75,11 @@ class Caller {
     this.timeoutMs = timeoutMs;
     if (ca === undefined) {
       const file = process.env.AWS_CA_BUNDLE || process.env.SSL_CERT_FILE;
-      ca = file ? fs.readFileSync(file, "utf8") : undefined;
+      try {
+        ca = file ? fs.readFileSync(file, "utf8") : undefined;
+      } catch (e) {
+        throw new FencegateError(`cannot read the CA bundle ${file}: ${e.message}`);
+      }
     }
     this.transport = transport || nodeTransport(ca);
     this.provider = credentialProvider(credentials);

@@ -162,6 +162,16 @@ class Lock {
     throw this._failed("release", status, obj);
   }
 
+  // A lost lease may still be the latest (nobody took over): release it so
+  // others need not wait for it to lapse; any answer is fine.
+  async _releaseQuietly() {
+    this._stopTimers();
+    const epoch = this._epoch;
+    this._deadline = null;
+    if (epoch === null) return;
+    await this._caller.call("POST", lockPath(this.name, "release"), { epoch }).catch(() => {});
+  }
+
   /** The lock's status as the proxy reports it. */
   async status() {
     const { status, obj } = await this._caller.call("GET", lockPath(this.name));
@@ -177,11 +187,15 @@ class Lock {
     try {
       result = await fn(this.signal, this);
     } catch (e) {
-      if (!this._lost) await this.release().catch(() => {});
-      this._stopTimers();
+      await this._releaseQuietly();
       throw e;
     }
-    this.check(); // throws LeaseLost, timers stopped by _lose
+    try {
+      this.check();
+    } catch (e) {
+      await this._releaseQuietly();
+      throw e;
+    }
     await this.release();
     return result;
   }

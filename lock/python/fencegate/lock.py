@@ -12,7 +12,7 @@ import threading
 import time
 
 from .errors import FencegateError, LeaseLost, LockHeld
-from .http import Caller, lock_path
+from .transport import Caller, lock_path
 
 
 def _default_holder():
@@ -166,6 +166,18 @@ class Lock:
                             current_epoch=obj.get("currentEpoch"))
         raise self._failed("release", status, obj)
 
+    def _release_quietly(self):
+        """A lost lease may still be the latest (nobody took over): release
+        it so others need not wait for it to lapse; any answer is fine."""
+        epoch = self._epoch
+        with self._mu:
+            self._deadline = None
+        if epoch is not None:
+            try:
+                self._caller.call("POST", lock_path(self.name, "release"), {"epoch": epoch})
+            except FencegateError:
+                pass
+
     def status(self):
         """The lock's status as the proxy reports it (a dict)."""
         status, obj = self._caller.call("GET", lock_path(self.name))
@@ -227,8 +239,7 @@ class Lock:
         try:
             self.check()
         except LeaseLost:
-            with self._mu:
-                self._deadline = None
+            self._release_quietly()
             if exc_type is None:
                 raise
             return False
