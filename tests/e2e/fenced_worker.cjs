@@ -8,12 +8,19 @@
 // BUCKET/KEY every 50 ms (at most 400 times), printing "wrote i"; "raw": the
 // same with only the token header put on (so the proxy must refuse);
 // "takeover": waits up to 10 s for the lock, writes NAME:final, releases;
-// "probe": one acquire, prints "epoch N" or "error STATUS CODE". It prints
+// "probe": one acquire, prints "epoch N" or "error STATUS CODE"; "ops":
+// through an attached client, a 2-part multipart upload to "big" (5 MiB of
+// "a", 1 MiB of "b"), CopyObject to big-copy, DeleteObjects of big, a put
+// and a DeleteObject of "small"; then detached, a put of "small" that must
+// fail; prints "ops ok STATUS" (that failure's status). It prints
 // and exits: "lost-client ..." 3 (LeaseLost), "refused-proxy CODE STATUS" 4.
 // FENCEGATE_UNSIGNED=1 sends unsigned lock calls.
 "use strict";
 
-const { S3Client, PutObjectCommand } = require("@aws-sdk/client-s3");
+const {
+  S3Client, PutObjectCommand, CreateMultipartUploadCommand, UploadPartCommand,
+  CompleteMultipartUploadCommand, CopyObjectCommand, DeleteObjectsCommand, DeleteObjectCommand,
+} = require("@aws-sdk/client-s3");
 const { Lock, LeaseLost, FencegateError } = require("fencegate");
 
 const [url, bucket, key, name, ttl, mode] = process.argv.slice(2);
@@ -31,6 +38,29 @@ async function main() {
       if (!(e instanceof FencegateError)) throw e;
       console.log(`error ${e.status} ${e.code}`);
     }
+    return 0;
+  }
+  if (mode === "ops") {
+    await lock.acquire();
+    lock.attach(s3);
+    const up = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: "big" }));
+    const parts = [];
+    for (const [n, fill, size] of [[1, "a", 5 << 20], [2, "b", 1 << 20]]) {
+      const r = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: "big", UploadId: up.UploadId,
+        PartNumber: n, Body: Buffer.alloc(size, fill) }));
+      parts.push({ PartNumber: n, ETag: r.ETag });
+    }
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: "big", UploadId: up.UploadId,
+      MultipartUpload: { Parts: parts } }));
+    await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: "big-copy", CopySource: `${bucket}/big` }));
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: "small", Body: "s" }));
+    await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: "big" }] } }));
+    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: "small" }));
+    await lock.release();
+    lock.detach(s3);
+    const status = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: "small", Body: "s" }))
+      .then(() => 200, (e) => e.$metadata && e.$metadata.httpStatusCode);
+    console.log(`ops ok ${status}`);
     return 0;
   }
   if (mode === "takeover") {

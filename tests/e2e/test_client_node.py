@@ -75,32 +75,34 @@ def run_zombie(url, mode, env, readers):
     return lines[-1]
 
 
-def boto_client(url, creds):
-    import boto3
-    from botocore.config import Config
-    return boto3.client("s3", endpoint_url=url, region_name="us-east-1",
-                        aws_access_key_id=creds[0], aws_secret_access_key=creds[1],
-                        config=Config(s3={"addressing_style": "path"}))
+def other_writes(url, env, stored):
+    """fenced_worker.cjs "ops": multipart, copy and deletes through an
+    attached client land; detached, a write gets 428. stored(key) reads
+    storage (None when absent)."""
+    p = harness.run(["node", WORKER, url, BUCKET, "data", "O", "20", "ops"],
+                    env=node_env(env), timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ops ok 428", (p.stdout, p.stderr[-2000:])
+    big = b"a" * (5 << 20) + b"b" * (1 << 20)
+    assert stored("big-copy") == big and stored("big") is None and stored("small") is None
 
 
 def t_embedded():
     g = harness.Fencegate("--access-log", "off")
     try:
         assert harness.run(["curl", "-sf", "-X", "PUT", g.url + "/" + BUCKET]).returncode == 0
-        s3 = boto_client(g.url, ("test", "test"))
+        s3 = zombie.s3_client(g.url, ("test", "test"))
 
         def through_proxy():
             return s3.get_object(Bucket=BUCKET, Key="data")["Body"].read()
 
-        def stored():
-            with open(os.path.join(g.data, BUCKET, "data"), "rb") as f:
-                return f.read()
+        stored = zombie.dir_reader(g.data)
         env = dict(os.environ, **harness.CREDS)   # lock calls signed, auth off
         last = run_zombie(g.url, "attach", env, [through_proxy, stored])
         print("     embedded attach: A's last line: %s" % last)
         env["FENCEGATE_UNSIGNED"] = "1"
         last = run_zombie(g.url, "raw", env, [through_proxy, stored])
         print("     embedded raw, unsigned: A's last line: %s" % last)
+        other_writes(g.url, dict(os.environ, **harness.CREDS), stored)
     finally:
         g.close()
 
@@ -114,17 +116,17 @@ def t_moto_auth():
         env.update(zombie.SECRETS)
         g = harness.Fencegate("--access-log", "off", data=False,
                               config=zombie.auth_config(moto.url), env=env)
-        s3 = boto_client(g.url, WORKER_KEY)
+        s3 = zombie.s3_client(g.url, WORKER_KEY)
 
         def through_proxy():
             return s3.get_object(Bucket=BUCKET, Key="data")["Body"].read()
 
-        def in_moto():
-            return moto.client().get_object(Bucket=BUCKET, Key="data")["Body"].read()
+        in_moto = zombie.moto_reader(moto)
         wenv = zombie.worker_env(WORKER_KEY)
         for mode in ("attach", "raw"):
             last = run_zombie(g.url, mode, wenv, [through_proxy, in_moto])
             print("     moto+auth %s: A's last line: %s" % (mode, last))
+        other_writes(g.url, wenv, in_moto)
         probes = ((dict(wenv, FENCEGATE_UNSIGNED="1"), "error 403 AccessDenied"),
                   (zombie.worker_env(NOLOCK_KEY), "error 403 AccessDenied"),
                   (zombie.worker_env(("AKIDUNKNOWN001", "x")), "error 403 InvalidAccessKeyId"),
@@ -169,7 +171,7 @@ def main():
             r.check("unit tests (node --test) of the installed package", t_unit)
             r.check("embedded store, auth off: a SIGSTOPped worker's next write is refused "
                     "(client LeaseLost + signal / proxy 409); storage holds the new holder's "
-                    "data", t_embedded)
+                    "data; multipart, copy, deletes through attach land", t_embedded)
             r.check("S3 mode (moto), auth on: the same, lock calls SigV4-signed from the "
                     "AWS chain; unsigned/unpermitted lock calls are 403s", t_moto_auth)
             r.check("TLS with a private CA: trusted through AWS_CA_BUNDLE, refused without",

@@ -73,13 +73,32 @@ def run_zombie(url, mode, env, client, creds, stored):
     return lines[-1]
 
 
-def boto_client(url, creds):
-    import boto3
-    from botocore.config import Config
-    return boto3.client("s3", endpoint_url=url, region_name="us-east-1",
-                        aws_access_key_id=creds[0], aws_secret_access_key=creds[1],
-                        config=Config(s3={"addressing_style": "path"},
-                                      retries={"max_attempts": 1}))
+def other_writes(url, creds, client, stored):
+    """Multipart (s3transfer, 2 parts), CopyObject, DeleteObjects and
+    DeleteObject through an attached client land; the same client detached
+    gets 428 (no token). stored(key) reads a key from storage (None when
+    absent)."""
+    import io
+    import fencegate
+    from boto3.s3.transfer import TransferConfig
+    from botocore.exceptions import ClientError
+    big = os.urandom(1024) * 6 * 1024
+    with fencegate.Lock(url, BUCKET, ttl=20.0, credentials=creds) as lk:
+        s3 = lk.attach(client)
+        s3.upload_fileobj(io.BytesIO(big), BUCKET, "big", Config=TransferConfig(
+            multipart_threshold=5 << 20, multipart_chunksize=5 << 20, max_concurrency=2))
+        s3.copy_object(Bucket=BUCKET, Key="big-copy", CopySource={"Bucket": BUCKET, "Key": "big"})
+        s3.put_object(Bucket=BUCKET, Key="small", Body=b"s")
+        s3.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": "big"}]})
+        s3.delete_object(Bucket=BUCKET, Key="small")
+        lk.detach(client)
+    assert stored("big-copy") == big and stored("big") is None and stored("small") is None
+    try:
+        client.put_object(Bucket=BUCKET, Key="small", Body=b"s")
+        raise AssertionError("a write without the token was accepted")
+    except ClientError as e:
+        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 428, e.response
+    assert stored("small") is None
 
 
 def t_embedded():
@@ -88,14 +107,13 @@ def t_embedded():
         st = harness.run(["curl", "-sf", "-X", "PUT", g.url + "/" + BUCKET]).returncode
         assert st == 0
         env = dict(os.environ, **harness.CREDS)   # lock calls signed, auth off
-        s3 = boto_client(g.url, ("test", "test"))
+        s3 = zombie.s3_client(g.url, ("test", "test"))
 
-        def stored():
-            with open(os.path.join(g.data, BUCKET, "data"), "rb") as f:
-                return f.read()
+        stored = zombie.dir_reader(g.data)
         for mode, creds in (("attach", None), ("raw", False)):
             last = run_zombie(g.url, mode, env, s3, creds, stored)
             print("     embedded %s: A's last line: %s" % (mode, last))
+        other_writes(g.url, None, s3, stored)
     finally:
         g.close()
 
@@ -111,13 +129,13 @@ def t_moto_auth():
         g = harness.Fencegate("--access-log", "off", data=False,
                               config=zombie.auth_config(moto.url), env=env)
         wenv = zombie.worker_env(WORKER_KEY)   # found where any AWS program looks
-        s3 = boto_client(g.url, WORKER_KEY)
+        s3 = zombie.s3_client(g.url, WORKER_KEY)
 
-        def stored():
-            return moto.client().get_object(Bucket=BUCKET, Key="data")["Body"].read()
+        stored = zombie.moto_reader(moto)
         for mode in ("attach", "raw"):
             last = run_zombie(g.url, mode, wenv, s3, WORKER_KEY, stored)
             print("     moto+auth %s: A's last line: %s" % (mode, last))
+        other_writes(g.url, WORKER_KEY, s3, stored)
 
         # refusals are answers with the proxy's code, not crashes
         for creds, code in ((False, "AccessDenied"), (NOLOCK_KEY, "AccessDenied"),
@@ -167,7 +185,8 @@ def main():
         if "site" in state:
             r.check("unit tests of the installed package", t_unit)
             r.check("embedded store, auth off: a SIGSTOPped worker's next write is refused "
-                    "(client LeaseLost / proxy 409); storage holds the new holder's data",
+                    "(client LeaseLost / proxy 409); storage holds the new holder's data; "
+                    "multipart, copy, deletes through attach land",
                     t_embedded)
             r.check("S3 mode (moto), auth on: the same, lock calls SigV4-signed from the "
                     "AWS chain; unsigned/unpermitted lock calls are 403s", t_moto_auth)

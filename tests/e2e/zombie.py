@@ -3,8 +3,9 @@
 that prints "epoch N", "wrote i"... and a last line) holds a short lease and
 is SIGSTOPped mid-loop; B takes the lock and writes NAME:final; A gets
 SIGCONT and must be refused, by its client or by the proxy; the storage
-must hold B's data. Also the S3-mode config with authentication the tests
-share. It starts no proxy: the tests do."""
+must hold B's data. Also what the tests share around it: the S3-mode
+config with authentication, a TLS gate, a boto3 client, readers of what
+storage holds. It starts no proxy but the TLS one: the tests do."""
 import os
 import signal
 import subprocess
@@ -134,3 +135,39 @@ class TlsGate:
         if self.gate:
             self.gate.close()
         self.tmp.close()
+
+
+def s3_client(url, creds, **config):
+    """A path-style boto3 S3 client for url, one attempt per call."""
+    import boto3
+    from botocore.config import Config
+    return boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                        aws_access_key_id=creds[0], aws_secret_access_key=creds[1],
+                        config=Config(s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}, **config))
+
+
+def dir_reader(data):
+    """stored(key="data"): BUCKET/key's bytes in the embedded store's data
+    directory, None when absent."""
+    def stored(key="data"):
+        try:
+            with open(os.path.join(data, BUCKET, key), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+    return stored
+
+
+def moto_reader(moto):
+    """stored(key="data"): BUCKET/key's bytes asked of moto directly, None
+    when absent. moto answers a copy of a multipart object with the
+    source's composite checksum, which boto3 would reject: no checking."""
+    direct = s3_client(moto.url, ("test", "test"), response_checksum_validation="when_required")
+
+    def stored(key="data"):
+        try:
+            return direct.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        except direct.exceptions.NoSuchKey:
+            return None
+    return stored
