@@ -87,15 +87,11 @@ def other_writes(url, env, stored):
 
 
 def t_embedded():
-    g = harness.Fencegate("--access-log", "off")
-    try:
-        assert harness.run(["curl", "-sf", "-X", "PUT", g.url + "/" + BUCKET]).returncode == 0
+    with zombie.embedded_gate() as (g, stored):
         s3 = zombie.s3_client(g.url, ("test", "test"))
 
         def through_proxy():
             return s3.get_object(Bucket=BUCKET, Key="data")["Body"].read()
-
-        stored = zombie.dir_reader(g.data)
         env = dict(os.environ, **harness.CREDS)   # lock calls signed, auth off
         last = run_zombie(g.url, "attach", env, [through_proxy, stored])
         print("     embedded attach: A's last line: %s" % last)
@@ -103,30 +99,19 @@ def t_embedded():
         last = run_zombie(g.url, "raw", env, [through_proxy, stored])
         print("     embedded raw, unsigned: A's last line: %s" % last)
         other_writes(g.url, dict(os.environ, **harness.CREDS), stored)
-    finally:
-        g.close()
 
 
 def t_moto_auth():
-    moto = harness.Moto()
-    g = None
-    try:
-        moto.create_bucket(BUCKET)
-        env = dict(os.environ, **harness.CREDS)
-        env.update(zombie.SECRETS)
-        g = harness.Fencegate("--access-log", "off", data=False,
-                              config=zombie.auth_config(moto.url), env=env)
+    with zombie.moto_auth_gate() as (g, stored):
         s3 = zombie.s3_client(g.url, WORKER_KEY)
 
         def through_proxy():
             return s3.get_object(Bucket=BUCKET, Key="data")["Body"].read()
-
-        in_moto = zombie.moto_reader(moto)
         wenv = zombie.worker_env(WORKER_KEY)
         for mode in ("attach", "raw"):
-            last = run_zombie(g.url, mode, wenv, [through_proxy, in_moto])
+            last = run_zombie(g.url, mode, wenv, [through_proxy, stored])
             print("     moto+auth %s: A's last line: %s" % (mode, last))
-        other_writes(g.url, wenv, in_moto)
+        other_writes(g.url, wenv, stored)
         probes = ((dict(wenv, FENCEGATE_UNSIGNED="1"), "error 403 AccessDenied"),
                   (zombie.worker_env(NOLOCK_KEY), "error 403 AccessDenied"),
                   (zombie.worker_env(("AKIDUNKNOWN001", "x")), "error 403 InvalidAccessKeyId"),
@@ -135,10 +120,6 @@ def t_moto_auth():
             p = harness.run(["node", WORKER, g.url, BUCKET, "data", "P", "5", "probe"],
                             env=node_env(penv), timeout=60)
             assert p.returncode == 0 and p.stdout.startswith(want), (want, p.stdout, p.stderr)
-    finally:
-        if g:
-            g.close()
-        moto.close()
 
 
 def t_tls():

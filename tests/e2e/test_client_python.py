@@ -102,36 +102,20 @@ def other_writes(url, creds, client, stored):
 
 
 def t_embedded():
-    g = harness.Fencegate("--access-log", "off")
-    try:
-        st = harness.run(["curl", "-sf", "-X", "PUT", g.url + "/" + BUCKET]).returncode
-        assert st == 0
+    with zombie.embedded_gate() as (g, stored):
         env = dict(os.environ, **harness.CREDS)   # lock calls signed, auth off
         s3 = zombie.s3_client(g.url, ("test", "test"))
-
-        stored = zombie.dir_reader(g.data)
         for mode, creds in (("attach", None), ("raw", False)):
             last = run_zombie(g.url, mode, env, s3, creds, stored)
             print("     embedded %s: A's last line: %s" % (mode, last))
         other_writes(g.url, None, s3, stored)
-    finally:
-        g.close()
 
 
 def t_moto_auth():
     import fencegate
-    moto = harness.Moto()
-    g = None
-    try:
-        moto.create_bucket(BUCKET)
-        env = dict(os.environ, **harness.CREDS)
-        env.update(zombie.SECRETS)
-        g = harness.Fencegate("--access-log", "off", data=False,
-                              config=zombie.auth_config(moto.url), env=env)
+    with zombie.moto_auth_gate() as (g, stored):
         wenv = zombie.worker_env(WORKER_KEY)   # found where any AWS program looks
         s3 = zombie.s3_client(g.url, WORKER_KEY)
-
-        stored = zombie.moto_reader(moto)
         for mode in ("attach", "raw"):
             last = run_zombie(g.url, mode, wenv, s3, WORKER_KEY, stored)
             print("     moto+auth %s: A's last line: %s" % (mode, last))
@@ -147,10 +131,6 @@ def t_moto_auth():
                 raise
             except fencegate.FencegateError as e:
                 assert (e.status, e.code) == (403, code), (creds, e.status, e.code, str(e))
-    finally:
-        if g:
-            g.close()
-        moto.close()
 
 
 def t_tls():

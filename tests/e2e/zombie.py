@@ -6,10 +6,12 @@ SIGCONT and must be refused, by its client or by the proxy; the storage
 must hold B's data. Also what the tests share around it: the S3-mode
 config with authentication, a TLS gate, a boto3 client, readers of what
 storage holds. It starts no proxy but the TLS one: the tests do."""
+import contextlib
 import os
 import signal
 import subprocess
 import threading
+import urllib.request
 
 import harness
 
@@ -171,3 +173,34 @@ def moto_reader(moto):
         except direct.exceptions.NoSuchKey:
             return None
     return stored
+
+
+@contextlib.contextmanager
+def embedded_gate():
+    """(fencegate on the embedded store with bucket BUCKET made, its
+    storage reader); authentication off."""
+    g = harness.Fencegate("--access-log", "off")
+    try:
+        urllib.request.urlopen(urllib.request.Request(g.url + "/" + BUCKET, method="PUT"))
+        yield g, dir_reader(g.data)
+    finally:
+        g.close()
+
+
+@contextlib.contextmanager
+def moto_auth_gate():
+    """(fencegate in S3 mode in front of moto with auth_config, moto's
+    storage reader)."""
+    moto = harness.Moto()
+    g = None
+    try:
+        moto.create_bucket(BUCKET)
+        env = dict(os.environ, **harness.CREDS)
+        env.update(SECRETS)
+        g = harness.Fencegate("--access-log", "off", data=False, config=auth_config(moto.url),
+                              env=env)
+        yield g, moto_reader(moto)
+    finally:
+        if g:
+            g.close()
+        moto.close()

@@ -88,6 +88,16 @@ class Lock {
     return this._epoch;
   }
 
+  // The error for a renewal or release that did not succeed: LeaseLost (and
+  // the lease lost) when the proxy says the epoch is no longer current.
+  _refused(op, epoch, status, obj) {
+    if (status === 409 && obj.error === "LockLost") {
+      if (this._epoch === epoch) this._lose(`${op} refused: epoch ${obj.currentEpoch} is current`);
+      return new LeaseLost(obj.message || "lease lost", { epoch, currentEpoch: obj.currentEpoch });
+    }
+    return this._failed(op, status, obj);
+  }
+
   _failed(op, status, obj) {
     return new FencegateError(`${op} of lock "${this.name}": HTTP ${status} ${obj.error || ""}: ${obj.message || ""}`,
       { status, code: obj.error });
@@ -139,11 +149,7 @@ class Lock {
       }
       return this.check();
     }
-    if (status === 409 && obj.error === "LockLost") {
-      if (this._epoch === epoch) this._lose(`renewal refused: epoch ${obj.currentEpoch} is current`);
-      throw new LeaseLost(obj.message || "lease lost", { epoch, currentEpoch: obj.currentEpoch });
-    }
-    throw this._failed("renew", status, obj);
+    throw this._refused("renewal", epoch, status, obj);
   }
 
   /** Stops renewing and ends the lease. LeaseLost if the proxy says the
@@ -155,11 +161,7 @@ class Lock {
     const { status, obj } = await this._caller.call("POST", lockPath(this.name, "release"), { epoch });
     this._deadline = null;
     if (status === 200) return;
-    if (status === 409 && obj.error === "LockLost") {
-      this._lose(`release refused: epoch ${obj.currentEpoch} is current`);
-      throw new LeaseLost(obj.message || "lease lost", { epoch, currentEpoch: obj.currentEpoch });
-    }
-    throw this._failed("release", status, obj);
+    throw this._refused("release", epoch, status, obj);
   }
 
   // A lost lease may still be the latest (nobody took over): release it so

@@ -92,6 +92,16 @@ class Lock:
                             (self.name, epoch, self.lost_reason), epoch=epoch)
         return epoch
 
+    def _refused(self, op, epoch, status, obj):
+        """The exception for a renewal or release that did not succeed: a
+        LeaseLost (and lost set) when the proxy says the epoch is no longer
+        current, else a FencegateError."""
+        if status == 409 and obj.get("error") == "LockLost":
+            self._lose("%s refused: epoch %s is current" % (op, obj.get("currentEpoch")))
+            return LeaseLost(obj.get("message") or "lease lost", epoch=epoch,
+                             current_epoch=obj.get("currentEpoch"))
+        return self._failed(op, status, obj)
+
     def _failed(self, op, status, obj):
         return FencegateError("%s of lock %r: HTTP %d %s: %s" %
                               (op, self.name, status, obj.get("error") or "",
@@ -141,11 +151,7 @@ class Lock:
                 if self._epoch == epoch and not self.lost.is_set():
                     self._deadline = t0 + self.ttl
             return self.check()
-        if status == 409 and obj.get("error") == "LockLost":
-            self._lose("renewal refused: epoch %s is current" % obj.get("currentEpoch"))
-            raise LeaseLost(obj.get("message") or "lease lost", epoch=epoch,
-                            current_epoch=obj.get("currentEpoch"))
-        raise self._failed("renew", status, obj)
+        raise self._refused("renewal", epoch, status, obj)
 
     def release(self):
         """Stops renewing and ends the lease. Raises LeaseLost if the proxy
@@ -160,11 +166,7 @@ class Lock:
             self._deadline = None
         if status == 200:
             return
-        if status == 409 and obj.get("error") == "LockLost":
-            self._lose("release refused: epoch %s is current" % obj.get("currentEpoch"))
-            raise LeaseLost(obj.get("message") or "lease lost", epoch=epoch,
-                            current_epoch=obj.get("currentEpoch"))
-        raise self._failed("release", status, obj)
+        raise self._refused("release", epoch, status, obj)
 
     def _release_quietly(self):
         """A lost lease may still be the latest (nobody took over): release
