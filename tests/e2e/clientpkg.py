@@ -1,9 +1,9 @@
 """Installs the lock-client packages the way a user does, into scratch
 directories, for the e2e tests (test_client_python.py, test_client_node.py,
 test_examples.py): the Python one as a wheel built offline by Debian's
-python3 (python3-wheel) and pip-installed with --target; the Node one as an
-`npm pack` tarball npm-installed with @aws-sdk/client-s3 (from the registry
-or npm's cache). Each function returns what to put on the path, or raises
+python3 (python3-wheel) and pip-installed with --target; the Node one
+npm-installed from the folder (copied: --install-links) with
+@aws-sdk/client-s3 (from the registry or npm's cache). Each function returns what to put on the path, or raises
 AssertionError with the tool's output. It runs no test itself."""
 import glob
 import os
@@ -34,18 +34,16 @@ def install_python(tmp):
 
 
 def install_node(tmp):
-    """npm pack of lock/js, installed with @aws-sdk/client-s3 into tmp/app;
-    returns tmp/app/node_modules."""
+    """The README's `npm install --install-links PATH/lock/js
+    @aws-sdk/client-s3`, run in a fresh project tmp/app; returns
+    tmp/app/node_modules. (Without --install-links npm would link the folder
+    and leave its dependencies uninstalled.)"""
     app = os.path.join(tmp, "app")
     os.mkdir(app)
-    p = harness.run(["npm", "pack", "--silent", "--pack-destination", tmp, JS_PKG], timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    tgz = glob.glob(os.path.join(tmp, "fencegate-*.tgz"))
-    assert len(tgz) == 1, os.listdir(tmp)
     with open(os.path.join(app, "package.json"), "w") as f:
         f.write('{"name": "scratch-app", "private": true}\n')
-    p = harness.run(["npm", "install", "--prefix", app] + NPM_FLAGS +
-                    [tgz[0], "@aws-sdk/client-s3"], timeout=300)
+    p = harness.run(["npm", "install", "--prefix", app, "--install-links"] + NPM_FLAGS +
+                    [JS_PKG, "@aws-sdk/client-s3"], timeout=300)
     assert p.returncode == 0, "npm install (needs the npm registry or its cache): " + \
         p.stdout + p.stderr
     return os.path.join(app, "node_modules")

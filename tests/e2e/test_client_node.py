@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end: the Node lock client (lock/js, package fencegate) as a user
-installs it — `npm pack` of lock/js, then `npm install` of that tarball and
-@aws-sdk/client-s3 into a scratch directory (from the npm registry, or
-npm's cache) — against a real fencegate.
+installs it — `npm install --install-links lock/js @aws-sdk/client-s3` in
+a scratch project (from the npm registry, or npm's cache) — against a real
+fencegate.
 
 Its unit tests (node --test) run against the installed copy. Then worker A
 (fenced_worker.cjs) holding a 1.5 s lease is SIGSTOPped mid-loop; worker B
@@ -146,7 +146,7 @@ def main():
             r.check("node and npm are installed", lambda: (_ for _ in ()).throw(
                 AssertionError("node/npm missing: deploy/install-deps.sh test installs them")))
             return r.finish()
-        r.check("npm pack of lock/js installed with @aws-sdk/client-s3 into a scratch app",
+        r.check("npm install --install-links lock/js @aws-sdk/client-s3 in a scratch project",
                 t_install)
         if "modules" in state:
             r.check("unit tests (node --test) of the installed package", t_unit)
