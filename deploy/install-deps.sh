@@ -22,7 +22,10 @@ js_sdk() {
 
 build="gcc make pkg-config libevent-dev libcurl4-openssl-dev libssl-dev
 libcjson-dev libexpat1-dev libhttp-parser-dev"
-test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone groff-base"
+# python3-wheel (+ pip, setuptools): the lock/python wheel is built offline
+# with Debian's python3 (tests/e2e/clientpkg.py)
+test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone groff-base
+python3-pip python3-setuptools python3-wheel"
 bench="nginx-light haproxy wrk"
 
 want=$build
