@@ -251,6 +251,11 @@ struct store_config {
 	long timeout_ms;        /* per request; 0: 10000 */
 	int max_retries;        /* for retryable failures; 0: 4, -1: none */
 	const struct timesrc *time; /* NULL: timesrc_system() */
+	/* file: only. 1: this process is starting and nothing of it writes
+	 * yet: a temp file left by a writer that is gone, or by an earlier
+	 * process with this PID (a container's PID 1), goes whatever its age
+	 * (otherwise such files go once older than a minute). */
+	int starting;
 };
 
 /* Opens the store a URL names. Returns NULL on failure with a message in err

@@ -675,7 +675,7 @@ struct store *store_fs_open(const struct store_config *cfg, const char *dir,
 		close(reserved_fd);
 		/* what writers that died left behind */
 		store_fs_recover_moves(fs);
-		store_fs_sweep_temps(fs, now_seconds(fs));
+		store_fs_sweep_temps(fs, now_seconds(fs), cfg->starting);
 	}
 	return &fs->st;
 fail:

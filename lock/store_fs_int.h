@@ -185,7 +185,7 @@ enum store_code store_fs_temp_write(struct fs_store *fs, const void *data, size_
 				    char etag[STORE_ETAG_MAX], struct store_result *res);
 void store_fs_temp_remove(struct fs_store *fs, char *name);
 /* Removes temp files and directories of writers that died (at open). */
-void store_fs_sweep_temps(struct fs_store *fs, int64_t now_s);
+void store_fs_sweep_temps(struct fs_store *fs, int64_t now_s, int starting);
 /* STORE_OK if opts' user metadata and content type may be stored. */
 enum store_code store_fs_check_user_meta(const struct store_put_opts *opts,
 					 struct store_result *res);

@@ -576,8 +576,11 @@ void store_fs_temp_remove(struct fs_store *fs, char *name)
 
 /* Temp files are "t<pid>-..." (store_fs_temp_write); a file is a dead
  * writer's when its process is gone and it is older than the grace time
- * (a pid namespace we cannot see must not lose a write in flight). */
-void store_fs_sweep_temps(struct fs_store *fs, int64_t now_s)
+ * (a pid namespace we cannot see must not lose a write in flight). A
+ * starting process (store_config.starting: the embedded store, which is
+ * one daemon per data directory) takes every file of a gone process and of
+ * its own PID at once, whatever its age: nothing of it writes yet. */
+void store_fs_sweep_temps(struct fs_store *fs, int64_t now_s, int starting)
 {
 	struct dirent *de;
 	struct stat sb;
@@ -598,10 +601,15 @@ void store_fs_sweep_temps(struct fs_store *fs, int64_t now_s)
 		if (de->d_name[0] != 't')
 			continue;
 		pid = strtol(de->d_name + 1, NULL, 10);
-		if (pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		if (pid <= 0)
+			continue;
+		/* starting: a file of this PID is an earlier process's */
+		if (pid == (long)getpid() ? !starting
+					  : kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if (fstatat(fs->tmp_fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(sb.st_mode) || (int64_t)sb.st_mtime > now_s - FS_TEMP_GRACE_S)
+		    !S_ISREG(sb.st_mode) ||
+		    (!starting && (int64_t)sb.st_mtime > now_s - FS_TEMP_GRACE_S))
 			continue;
 		unlinkat(fs->tmp_fd, de->d_name, 0);
 	}

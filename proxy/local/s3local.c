@@ -681,6 +681,7 @@ struct s3local *s3local_new(struct event_base *base, struct jobs *jobs,
 	}
 	s->shared->refs = 1;
 	s->cache_slots = cache_slots_for_limit();
+	s3l_recover_buckets(s);
 	s->buckets = &s->shared->buckets;
 	s->base = base;
 	s->jobs = jobs;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "http/jobs.h"
+#include "ops/log.h"
 #include "s3local_int.h"
 #include "lock/store.h"
 
@@ -89,6 +90,34 @@ static struct store *open_bucket_store(const struct s3local *s, const char *buck
 	snprintf(url, sizeof(url), "file://%s/%s", s->data_dir, bucket);
 	cfg.url = url;
 	return store_open(&cfg, err, errlen);
+}
+
+void s3l_recover_buckets(const struct s3local *s)
+{
+	char url[4096 + 80], err[512];
+	struct dirent *de;
+	struct stat sb;
+	DIR *dir = opendir(s->data_dir);
+
+	if (!dir)
+		return; /* s3local_new checked it; the first request will say */
+	while ((de = readdir(dir)) != NULL) {
+		struct store_config cfg = { 0 };
+		struct store *st;
+
+		if (!s3l_bucket_name_valid(de->d_name, strlen(de->d_name)) ||
+		    !bucket_dir(s, de->d_name, &sb))
+			continue;
+		snprintf(url, sizeof(url), "file://%s/%s", s->data_dir, de->d_name);
+		cfg.url = url;
+		cfg.starting = 1;
+		st = store_open(&cfg, err, sizeof(err));
+		if (!st)
+			log_warn("bucket \"%s\": cannot open it to clean up after a crash: %s",
+				 de->d_name, err);
+		store_close(st);
+	}
+	closedir(dir);
 }
 
 /* The store of bucket for this thread: cached per worker, re-opened when the

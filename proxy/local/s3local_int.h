@@ -273,6 +273,10 @@ struct store *s3l_named_store(struct s3l_call *c, const char *bucket, int *owned
 void s3l_release_store(struct store *st, int owned);
 /* Fails c with the S3 error for a failed store answer. */
 void s3l_fail_from_store(struct s3l_call *c, const struct store_result *res);
+/* At start, before the first request: opens every bucket's store once as
+ * a starting process (store_config.starting), so that what a crash left
+ * (temp files, half-made moves) is gone whatever its age. */
+void s3l_recover_buckets(const struct s3local *s);
 void s3l_run_create_bucket(struct s3l_call *c);
 void s3l_run_head_bucket(struct s3l_call *c);
 void s3l_run_delete_bucket(struct s3l_call *c);

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The embedded store when its directory misbehaves (issue 23, point 5 and
-the descriptor budget): errors tell the client what went wrong, never where
-the server keeps its files; a symlinked bucket directory is refused the same
-way by every operation; running out of descriptors is 503 SlowDown, never
-500, and service resumes when the load ends.
+"""The embedded store when its directory misbehaves (issue 23, point 5, the
+descriptor budget and crash leftovers): errors tell the client what went
+wrong, never where the server keeps its files; a symlinked bucket directory
+is refused the same way by every operation; running out of descriptors is
+503 SlowDown, never 500, and service resumes when the load ends; what a
+kill -9 left in the store is gone once a restarted daemon serves.
 
 fencegate runs over a fresh data directory on a free 127.0.0.1 port and is
 stopped by its PID. Prints 'N passed, N failed'."""
@@ -126,12 +127,73 @@ def test_descriptor_budget():
         g.close()
 
 
+def tmp_entries(data):
+    out = []
+    for b in os.listdir(data):
+        t = os.path.join(data, b, ".fencegate", "tmp")
+        if os.path.isdir(t):
+            out += [os.path.join(b, n) for n in os.listdir(t)]
+    return out
+
+
+def test_crash_leftovers_cleaned_at_start():
+    """kill -9 during uploads, then a restart: no temp file is left once
+    the daemon serves, whatever its age; a live process's file stays."""
+    import signal
+    import subprocess
+    import threading
+    data = harness.TempDir()
+    try:
+        g = harness.Fencegate("--data", data.path, data=False)
+        for b in ("crasha", "crashb"):
+            assert req(g.port, "PUT", "/" + b)[0] == 200
+        t = token(g.port, "crasha")
+
+        def upload(i):
+            try:
+                req(g.port, "PUT", "/crasha/big%d" % i, os.urandom(1 << 20) * 8, t)
+            except OSError:
+                pass
+        threads = [threading.Thread(target=upload, args=(i,)) for i in range(4)]
+        for th in threads:
+            th.start()
+        time.sleep(0.3)
+        os.kill(g.proc.pid, signal.SIGKILL)
+        g.proc.wait()
+        for th in threads:
+            th.join(10)
+        g.close()
+        # what a crash leaves, made certain: fresh temp files of a gone
+        # process, beside one of a live process (this test's)
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        tmpdir = os.path.join(data.path, "crashb", ".fencegate", "tmp")
+        os.makedirs(tmpdir, exist_ok=True)
+        for name in ("t%d-0-1" % dead.pid, "t%d-0-2" % dead.pid):
+            with open(os.path.join(tmpdir, name), "wb") as f:
+                f.write(b"half an object")
+        live = "t%d-0-1" % os.getpid()
+        with open(os.path.join(tmpdir, live), "wb") as f:
+            f.write(b"a live writer's")
+        g = harness.Fencegate("--data", data.path, data=False)
+        try:
+            left = tmp_entries(data.path)
+            assert left == [os.path.join("crashb", live)], left
+            assert req(g.port, "GET", "/crasha?list-type=2")[0] == 200
+        finally:
+            g.close()
+    finally:
+        data.close()
+
+
 def main():
     r = harness.Runner("e2e local faults")
     r.check("no server path in any client-visible error", test_no_server_paths)
     r.check("a symlinked bucket directory is refused by every operation", test_symlinked_bucket)
     r.check("out of descriptors: 503 SlowDown, never 500, then service resumes",
             test_descriptor_budget)
+    r.check("kill -9 during uploads: no temp file left after a restart",
+            test_crash_leftovers_cleaned_at_start)
     return r.finish()
 
 
