@@ -55,6 +55,7 @@ static void delete_one(struct delete_job *j, struct store *st, struct s3delete_k
 
 		if (j->fenced) {
 			j->requests++;
+			fencing_store_deadline(st);
 			sc = store_head(st, k->key, &res);
 			if (sc == STORE_NOT_FOUND)
 				goto out;
@@ -89,6 +90,7 @@ static void delete_one(struct delete_job *j, struct store *st, struct s3delete_k
 			}
 		}
 		j->requests++;
+		fencing_store_deadline(st);
 		sc = store_delete_ex(st, k->key, &del, &res);
 		if (sc == STORE_OK || sc == STORE_NOT_FOUND)
 			goto out;

@@ -23,6 +23,11 @@
 
 /* Per worker thread: stores (one per bucket) for object HEADs. */
 #define TSTORES_PER_THREAD 16
+/* How long one object call of fencing's (a HEAD for the CAS, a copy
+ * source's HEAD, one key of DeleteObjects) may take, retries included,
+ * before it fails as unknown and the write is answered 503: a storage
+ * server that accepts connections and never answers holds no write longer */
+#define FENCING_STORE_CALL_MS 5000
 
 struct tstore {
 	char bucket[LOCKREG_BUCKET_MAX + 1];
@@ -162,6 +167,9 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr);
  * closed when the row is full). NULL with err filled. */
 struct store *fencing_thread_store(struct fencing *f, const char *bucket, char *err,
 				   size_t errlen);
+/* Gives st's next call FENCING_STORE_CALL_MS from now (store.h's
+ * deadline_mono_ms); fencing_thread_store does it for the first. */
+void fencing_store_deadline(struct store *st);
 /* The epoch an object was written under, from its stored fencing-epoch
  * metadata (a HEAD's or GET's result); 0 when absent or not a token. */
 uint64_t fencing_object_epoch(const struct store_result *res);

@@ -48,6 +48,11 @@ static int quote_etag(const char *v, char *out, size_t outlen)
 
 /* ---- per-thread stores for object HEADs -------------------------------- */
 
+void fencing_store_deadline(struct store *st)
+{
+	st->deadline_mono_ms = timesrc_mono_ms(timesrc_system()) + FENCING_STORE_CALL_MS;
+}
+
 struct store *fencing_thread_store(struct fencing *f, const char *bucket, char *err,
 				   size_t errlen)
 {
@@ -65,6 +70,7 @@ struct store *fencing_thread_store(struct fencing *f, const char *bucket, char *
 	for (int i = 0; i < TSTORES_PER_THREAD; i++) {
 		if (row[i].st && strcmp(row[i].bucket, bucket) == 0) {
 			row[i].used++;
+			fencing_store_deadline(row[i].st);
 			return row[i].st;
 		}
 		if (!row[i].st || (victim->st && row[i].used < victim->used))
@@ -87,6 +93,7 @@ struct store *fencing_thread_store(struct fencing *f, const char *bucket, char *
 		return NULL;
 	snprintf(victim->bucket, sizeof(victim->bucket), "%s", bucket);
 	victim->used = 1;
+	fencing_store_deadline(victim->st);
 	return victim->st;
 }
 

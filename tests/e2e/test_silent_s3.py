@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""S3 that accepts connections and never answers (issue 23): every wait of
+the proxy has a deadline.
+
+A relay between fencegate and moto can turn silent: it accepts and reads
+but answers nothing. While it is silent an unfenced GET gets 504 within the
+upstream timeout, and a fenced write whose object must be read first (a key
+the proxy has not seen) gets 503 within FENCING_STORE_CALL_MS (5 s) plus
+slack, and nothing reaches moto; once S3 answers again both work. The lock
+is kept fresh (--lock-refresh 3600s) so that what is measured is the object
+call's own deadline. moto is stopped by its PID; the relay is a thread
+bounded by the test. Prints 'N passed, N failed'."""
+import os
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402
+from test_fencing import Gate, acquire, expect, moto_body, req  # noqa: E402
+
+UPSTREAM_TIMEOUT_S = 2
+CALL_DEADLINE_S = 5     # FENCING_STORE_CALL_MS
+SLACK_S = 3
+
+
+class SilenceableRelay:
+    """A TCP relay to target that, while silent, takes connections and
+    their bytes and answers nothing (until it is loud again or closed)."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.silent = False
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.held = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _pipe(self, src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def _swallow(self, c):
+        try:
+            while not self.closed and c.recv(65536):
+                pass
+        except OSError:
+            pass
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.silent:
+                self.held.append(c)
+                threading.Thread(target=self._swallow, args=(c,), daemon=True).start()
+                continue
+            try:
+                u = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                c.close()
+                continue
+            threading.Thread(target=self._pipe, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
+
+    def loud(self):
+        self.silent = False
+        for c in self.held:
+            c.close()
+        self.held = []
+
+    def close(self):
+        self.closed = True
+        self.loud()
+        self.sock.close()
+
+
+def timed(fn):
+    t0 = time.monotonic()
+    out = fn()
+    return out, time.monotonic() - t0
+
+
+def test_silent_s3(moto):
+    b = "silent-s3"
+    moto.create_bucket(b)
+    relay = SilenceableRelay(moto.port)
+    g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1",
+             "--lock-refresh", "3600s", "--upstream-timeout", "%ds" % UPSTREAM_TIMEOUT_S)
+    try:
+        e = acquire(g.port, b, "w")
+        t = {"X-Fencing-Token": str(e)}
+        st, _, d = req(g.port, "PUT", "/%s/seen" % b, b"v1", t)
+        expect(st == 200, "first write: %s %s" % (st, d))
+        relay.silent = True
+        (st, _, d), took = timed(lambda: req(g.port, "GET", "/%s/seen" % b, timeout=30))
+        expect(st == 504 and took < UPSTREAM_TIMEOUT_S + SLACK_S,
+               "GET while S3 is silent: %s after %.1fs" % (st, took))
+        (st, _, d), took = timed(lambda: req(g.port, "PUT", "/%s/unseen" % b, b"v2", t,
+                                             timeout=60))
+        expect(st == 503 and took < CALL_DEADLINE_S + SLACK_S,
+               "fenced write of an unseen key while S3 is silent: %s after %.1fs %s" %
+               (st, took, d[:200]))
+        relay.loud()
+        expect(moto_body(moto, b, "unseen")[0] is None, "nothing reached moto")
+        st, _, d = req(g.port, "PUT", "/%s/unseen" % b, b"v2", t)
+        expect(st == 200, "S3 answers again: the write goes through: %s %s" % (st, d))
+        st, _, d = req(g.port, "GET", "/%s/seen" % b)
+        expect(st == 200 and d == b"v1", "and reads: %s" % st)
+        expect(moto_body(moto, b, "unseen")[0] == b"v2", "moto holds it")
+    finally:
+        g.close()
+        relay.close()
+
+
+def main():
+    r = harness.Runner("e2e silent s3")
+    moto = harness.Moto()
+    try:
+        r.check("S3 silent: GET 504 and a fenced write 503 within their deadlines",
+                test_silent_s3, moto)
+    finally:
+        moto.close()
+    return r.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
