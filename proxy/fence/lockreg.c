@@ -465,7 +465,11 @@ static void op_run(void *arg)
 
 	err[0] = '\0';
 	ensure_open(op->e, &io, err, sizeof(err));
+	if (io.st)
+		io.st->deadline_mono_ms = lockreg_mono_ms() + LOCKREG_OP_MS;
 	op->run(op->e, &io, op->arg);
+	if (io.st)
+		io.st->deadline_mono_ms = 0;
 }
 
 static void op_start(struct lockreg_entry *e);

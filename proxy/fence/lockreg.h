@@ -41,6 +41,11 @@
 #define LOCKREG_DEFAULT_MAX_LOCKS 10000
 #define LOCKREG_QUEUE_MAX 4096   /* requests waiting on one lock, and queued
 				  * operations on it, each */
+#define LOCKREG_OP_MS 5000       /* one operation on a lock's store (a load,
+				  * the self-test, a guarded write), retries
+				  * included: past it the store call fails as
+				  * unknown, so a silent store holds no write
+				  * (a renewal keeps its own, earlier deadline) */
 #define LOCKREG_FULL (-2)        /* lockreg_submit / _when_*: the lock's queue
 				  * is at LOCKREG_QUEUE_MAX (answer 503 SlowDown) */
 

@@ -6,9 +6,10 @@ A relay between fencegate and moto can turn silent: it accepts and reads
 but answers nothing. While it is silent an unfenced GET gets 504 within the
 upstream timeout, and a fenced write whose object must be read first (a key
 the proxy has not seen) gets 503 within FENCING_STORE_CALL_MS (5 s) plus
-slack, and nothing reaches moto; once S3 answers again both work. The lock
-is kept fresh (--lock-refresh 3600s) so that what is measured is the object
-call's own deadline. moto is stopped by its PID; the relay is a thread
+slack, and nothing reaches moto; once S3 answers again both work (the lock
+kept fresh there, --lock-refresh 3600s, so that the object call's own
+deadline is measured). A write whose lock must be loaded again (1 s
+refresh) gets 503 within the interval plus LOCKREG_OP_MS (5 s). moto is stopped by its PID; the relay is a thread
 bounded by the test. Prints 'N passed, N failed'."""
 import os
 import socket
@@ -130,12 +131,44 @@ def test_silent_s3(moto):
         relay.close()
 
 
+def test_silent_lock_store(moto):
+    """The lock's knowledge ages past the refresh interval while S3 is
+    silent: the write waits for a load, which fails at its deadline
+    (LOCKREG_OP_MS, 5 s): 503 within the interval plus that, never longer."""
+    b = "silent-locks"
+    moto.create_bucket(b)
+    relay = SilenceableRelay(moto.port)
+    g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1",
+             "--lock-refresh", "1s")
+    try:
+        e = acquire(g.port, b, "w")
+        t = {"X-Fencing-Token": str(e)}
+        st, _, d = req(g.port, "PUT", "/%s/k" % b, b"v1", t)
+        expect(st == 200, "first write: %s %s" % (st, d))
+        relay.silent = True
+        time.sleep(1.2)
+        (st, _, d), took = timed(lambda: req(g.port, "PUT", "/%s/k" % b, b"v2", t, timeout=90))
+        expect(st == 503 and took < 1 + CALL_DEADLINE_S + SLACK_S,
+               "a write needing a load while S3 is silent: %s after %.1fs %s" %
+               (st, took, d[:160]))
+        relay.loud()
+        expect(moto_body(moto, b, "k")[0] == b"v1", "nothing reached moto")
+        st, _, d = req(g.port, "PUT", "/%s/k" % b, b"v3", t)
+        expect(st == 200, "S3 answers again: %s %s" % (st, d))
+        expect(moto_body(moto, b, "k")[0] == b"v3", "moto holds it")
+    finally:
+        g.close()
+        relay.close()
+
+
 def main():
     r = harness.Runner("e2e silent s3")
     moto = harness.Moto()
     try:
         r.check("S3 silent: GET 504 and a fenced write 503 within their deadlines",
                 test_silent_s3, moto)
+        r.check("S3 silent: a write that needs a lock load gets 503 within its deadline",
+                test_silent_lock_store, moto)
     finally:
         moto.close()
     return r.finish()
