@@ -208,19 +208,20 @@ $(O)/build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ) $(HEADERS) | deps-test
 		$(FUZZ_OBJ) $(LIBS)
 
 # make run PORT=9000, or LISTEN=ADDR:PORT (the hint URLs use loopback when
-# LISTEN is a wildcard address)
+# LISTEN is a wildcard address); DATA=DIR serves another directory
 PORT       ?= 8080
 LISTEN     ?= 127.0.0.1:$(PORT)
+DATA       ?= ./fencegate-data
 RUN_URL    := http://$(patsubst 0.0.0.0:%,127.0.0.1:%,$(patsubst :%,127.0.0.1:%,$(LISTEN)))
 
 run: all
-	$(Q)mkdir -p fencegate-data
-	@echo "fencegate $(VERSION): serving ./fencegate-data on http://$(LISTEN) (Ctrl-C to stop). Try:"
+	$(Q)mkdir -p $(DATA)
+	@echo "fencegate $(VERSION): serving $(DATA) on http://$(LISTEN) (Ctrl-C to stop). Try:"
 	@echo "  curl -X PUT $(RUN_URL)/demo-bucket"
 	@echo "  curl -i -X PUT --data-binary v1 $(RUN_URL)/demo-bucket/a.txt          # 428: no token"
 	@echo "  curl -X POST -d '{\"ttlMs\":30000}' $(RUN_URL)/_fence/locks/demo-bucket/acquire"
 	@echo "  curl -i -X PUT --data-binary v1 -H 'X-Fencing-Token: 1' $(RUN_URL)/demo-bucket/a.txt"
-	$(Q)exec $(O)/bin/fencegate --listen $(LISTEN) --data ./fencegate-data
+	$(Q)exec $(O)/bin/fencegate --listen $(LISTEN) --data $(DATA)
 
 # every suite runs (make -k) and records its count (tests/suite.py); the
 # last line is the verdict over all of them, and the status says if any failed
@@ -319,7 +320,7 @@ help:
 	@echo "targets:"
 	@echo "  all (default)  build bin/fencectl, bin/fencegate, lib/libfencelock.a"
 	@echo "  run            build and start fencegate on 127.0.0.1:8080 over ./fencegate-data"
-	@echo "                 (PORT=N, or LISTEN=ADDR:PORT, chooses the address)"
+	@echo "                 (PORT=N, or LISTEN=ADDR:PORT, chooses the address; DATA=DIR the directory)"
 	@echo "  test           every suite (unit under ASan+UBSan, simulation, fuzz smoke, integration,"
 	@echo "                 e2e); the last line is the verdict: N passed, N failed"
 	@echo "  unit           unit tests only;  integration: integration and e2e tests only"
