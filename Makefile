@@ -72,6 +72,9 @@ ITEST_BIN  := $(ITEST_SRC:tests/integration/%.c=$(O)/build/test/%)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/build/fuzz/%)
 SIM_BIN    := $(O)/build/test/sim
 SEEDS      ?= 100000
+# each suite's output and count (tests/suite.py); make test's verdict reads them
+RESULTS    := $(abspath $(O)/build/results)
+export FENCE_RESULTS = $(RESULTS)
 
 PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 
@@ -226,10 +229,10 @@ run: all
 # every suite runs (make -k) and records its count (tests/suite.py); the
 # last line is the verdict over all of them, and the status says if any failed
 test: all deps-test
-	$(Q)rm -rf $(O)/build/results
-	$(Q)st=0; FENCE_RESULTS=$(abspath $(O)/build/results) $(MAKE) --no-print-directory -k \
+	$(Q)rm -rf $(RESULTS)
+	$(Q)st=0; $(MAKE) --no-print-directory -k \
 		layering man-check unit sim-smoke fuzz-smoke integration || st=$$?; \
-		tests/suite.py verdict $(O)/build/results $$st
+		tests/suite.py verdict $(RESULTS) $$st
 
 # the man pages format without a warning; fencegate.json(5) is the key table of
 # policy/README.md

@@ -16,14 +16,18 @@ N failed[, N skipped]" lines (e2e files, the integration run), else
 cmocka's "[  PASSED  ] N test(s)." summaries (unit binaries), else one test
 passed or failed by its exit status (sim runs, fuzz targets, checks). A
 suite that exits non-zero without counting a failure (a crash, a sanitizer
-report after the summary) counts one failed. Without FENCE_RESULTS, `run`
-just runs CMD (`make unit` alone). It runs no test itself and parses no
-output but those three forms."""
+report after the summary) counts one failed. A suite still running after
+FENCE_SUITE_TIMEOUT seconds (default 1800) is stopped with the servers it
+started (its own session) and counts failed. Without FENCE_RESULTS, `run`
+just runs CMD. It runs no test itself and parses no output but those three
+forms."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 RUNNER = re.compile(r"^([\w.:/+-]+): (\d+) passed, (\d+) failed(?:, (\d+) skipped)?$")
@@ -67,31 +71,60 @@ def status_text(status):
     return "killed by signal %d" % -status if status < 0 else "exit status %d" % status
 
 
+TIMED_OUT = "suite.py: stopped after %.0f s (FENCE_SUITE_TIMEOUT)"
+
+
+def stop_group(p, lines):
+    """SIGKILL to the suite's session (its servers included); lines, when
+    given, records why."""
+    if lines is not None:
+        lines.append(TIMED_OUT % float(os.environ.get("FENCE_SUITE_TIMEOUT") or 1800))
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run(name, cmd):
     results = os.environ.get("FENCE_RESULTS")
     if not results:
         os.execvp(cmd[0], cmd)
     verbose = os.environ.get("V") == "1"
+    limit = float(os.environ.get("FENCE_SUITE_TIMEOUT") or 1800)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(results, exist_ok=True)
     base = os.path.join(results, re.sub(r"[^\w.+-]", "_", name))
     t0 = time.monotonic()
     lines = []
     with open(base + ".log", "w", encoding="utf-8") as log:
         try:
+            # a session of its own: a timeout or Ctrl-C stops the servers
+            # it started too
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL)
+                                 stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as e:
             p = None
             lines.append("%s: cannot run %s: %s" % (name, cmd[0], e))
             log.write(lines[0] + "\n")
         if p:
-            for raw in p.stdout:
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                lines.append(line)
-                log.write(line + "\n")
-                if verbose:
-                    print(line, flush=True)
-            status = p.wait()
+            timer = threading.Timer(limit, stop_group, (p, lines))
+            timer.daemon = True
+            timer.start()
+            try:
+                for raw in p.stdout:
+                    line = raw.decode("utf-8", "replace").rstrip("\n")
+                    lines.append(line)
+                    log.write(line + "\n")
+                    if verbose:
+                        print(line, flush=True)
+                status = p.wait()
+            except BaseException:  # Ctrl-C, SIGTERM: its servers go too
+                stop_group(p, None)
+                raise
+            finally:
+                timer.cancel()
+            if lines and lines[-1] == TIMED_OUT % limit:
+                log.write(lines[-1] + "\n")
         else:
             status = 127
     passed, failed, skipped = count(lines, status)
