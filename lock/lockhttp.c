@@ -93,14 +93,9 @@ static int sign(struct curl_slist **list, const char *url, const char *method,
 	sh[n++] = (struct sigv4_header){ "x-amz-date", amz_date };
 	if (cred.session_token)
 		sh[n++] = (struct sigv4_header){ "x-amz-security-token", cred.session_token };
-	memset(&rq, 0, sizeof(rq));
-	rq.method = method;
-	rq.path = path;
-	rq.query = query;
-	rq.headers = sh;
-	rq.nheaders = n;
-	rq.payload_hash = payload_hash;
-	rq.s3 = 1;
+	rq = (struct sigv4_request){ .method = method, .path = path, .query = query,
+				     .headers = sh, .nheaders = n,
+				     .payload_hash = payload_hash, .s3 = 1 };
 	auth = sigv4_authorization(&rq, &cred, o->region ? o->region : "us-east-1", "s3",
 				   amz_date);
 	if (!auth) {
