@@ -189,14 +189,14 @@ def main():
     r = harness.Runner("e2e readme")
     moto = harness.Moto()
     try:
+        r.check("README: make install under $HOME, then build and run examples/hold.c",
+                t_install_hold)
         r.check("README: five minutes with fencectl", t_fencectl)
         r.check("README: five minutes with the proxy (embedded store)", t_proxy)
         r.check("README: in front of S3 (moto), aws cli with the token as metadata",
                 t_in_front_of_s3, moto)
         r.check("README: the example config passes -t with the secrets it names",
                 t_config_check)
-        r.check("README: make install under $HOME, then build and run examples/hold.c",
-                t_install_hold)
     finally:
         moto.close()
     return r.finish()
