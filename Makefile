@@ -1,8 +1,8 @@
 # fencegate — a fencing-token enforcing storage proxy.
 #
 #   make            build bin/fencegate, bin/fencectl, lib/libfencelock.a
-#   make run        build and start the proxy on its embedded default
-#   make test       unit tests (ASan+UBSan) and integration tests (moto_server)
+#   make run        build and start the proxy on its embedded default (PORT=, LISTEN=)
+#   make test       every suite, then one verdict line: N passed, N failed
 #   make help       every target
 #
 # Missing Debian packages are installed first by deploy/install-deps.sh.
@@ -72,13 +72,16 @@ ITEST_BIN  := $(ITEST_SRC:tests/integration/%.c=$(O)/build/test/%)
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/build/fuzz/%)
 SIM_BIN    := $(O)/build/test/sim
 SEEDS      ?= 100000
+# each suite's output and count (tests/suite.py); make test's verdict reads them
+RESULTS    := $(abspath $(O)/build/results)
+export FENCE_RESULTS = $(RESULTS)
 
 PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 
 # keep sanitizer objects between runs (they are prerequisites of pattern rules)
 .SECONDARY:
 
-.PHONY: FORCE all deps deps-test deps-bench run test layering man-check unit integration bench fuzz fuzz-smoke lint sim sim-smoke \
+.PHONY: FORCE all deps deps-test deps-bench run test layering man-check man-check-run unit integration bench fuzz fuzz-smoke lint sim sim-smoke \
 	install uninstall clean help
 all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(SHLIB) $(O)/lib/libfencelock.pc \
 	$(O)/build/fencegate.service
@@ -182,13 +185,15 @@ sim: $(SIM_BIN)
 # what make test runs: a bounded number of schedules of the final logic, and
 # the checker shown to catch issue 7's old logic and an unfenced control
 sim-smoke: $(SIM_BIN)
-	$(Q)$(SIM_BIN) --seeds 2000
-	$(Q)$(SIM_BIN) --seeds 6000 --first-seed 2000001 --mode s3 --identical
-	$(Q)for old in "--mode s3 --old-idle" "--mode s3 --old-renew" \
+	$(Q)fail=0; \
+	tests/suite.py run "sim 2000 schedules" $(SIM_BIN) --seeds 2000 || fail=1; \
+	tests/suite.py run "sim 6000 s3 schedules" $(SIM_BIN) --seeds 6000 --first-seed 2000001 \
+		--mode s3 --identical || fail=1; \
+	for old in "--mode s3 --old-idle" "--mode s3 --old-renew" \
 		"--mode s3 --identical --old-cas" "--mode http --old-barrier" "--mode s3 --unfenced"; do \
-		out=$$($(SIM_BIN) --seeds 3000 $$old --expect-violations) || \
-		{ echo "sim: the checker did not catch $$old"; exit 1; }; \
-		echo "$$out" | sed -n 2p | sed "s/^sim:/sim $$old:/"; done
+		tests/suite.py run "sim catches $$(echo $$old | sed 's/--mode //;s/ --/ /g')" \
+			$(SIM_BIN) --seeds 3000 $$old --expect-violations || fail=1; \
+	done; exit $$fail
 
 # fuzz targets share one instrumented build of the sources
 FUZZ_OBJ   := $(LOCK_SRC:%.c=$(O)/build/fuzzobj/%.o) $(CORE_SRC:%.c=$(O)/build/fuzzobj/%.o)
@@ -205,20 +210,36 @@ $(O)/build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ) $(HEADERS) | deps-test
 	$(Q)clang $(CPPFLAGS_ALL) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< \
 		$(FUZZ_OBJ) $(LIBS)
 
-run: all
-	$(Q)mkdir -p fencegate-data
-	@echo "fencegate: serving ./fencegate-data on http://127.0.0.1:8080 (Ctrl-C to stop). Try:"
-	@echo "  curl -X PUT http://127.0.0.1:8080/demo-bucket"
-	@echo "  curl -i -X PUT --data-binary v1 http://127.0.0.1:8080/demo-bucket/a.txt          # 428: no token"
-	@echo "  curl -X POST -d '{\"ttlMs\":30000}' http://127.0.0.1:8080/_fence/locks/demo-bucket/acquire"
-	@echo "  curl -i -X PUT --data-binary v1 -H 'X-Fencing-Token: 1' http://127.0.0.1:8080/demo-bucket/a.txt"
-	$(Q)exec $(O)/bin/fencegate --listen 127.0.0.1:8080 --data ./fencegate-data
+# make run PORT=9000, or LISTEN=ADDR:PORT (the hint URLs use loopback when
+# LISTEN is a wildcard address); DATA=DIR serves another directory
+PORT       ?= 8080
+LISTEN     ?= 127.0.0.1:$(PORT)
+DATA       ?= ./fencegate-data
+RUN_URL    := http://$(patsubst 0.0.0.0:%,127.0.0.1:%,$(patsubst :%,127.0.0.1:%,$(LISTEN)))
 
-test: all deps-test layering man-check unit sim-smoke fuzz-smoke integration
+run: all
+	$(Q)mkdir -p $(DATA)
+	@echo "fencegate $(VERSION): serving $(DATA) on http://$(LISTEN) (Ctrl-C to stop). Try:"
+	@echo "  curl -X PUT $(RUN_URL)/demo-bucket"
+	@echo "  curl -i -X PUT --data-binary v1 $(RUN_URL)/demo-bucket/a.txt          # 428: no token"
+	@echo "  curl -X POST -d '{\"ttlMs\":30000}' $(RUN_URL)/_fence/locks/demo-bucket/acquire"
+	@echo "  curl -i -X PUT --data-binary v1 -H 'X-Fencing-Token: 1' $(RUN_URL)/demo-bucket/a.txt"
+	$(Q)exec $(O)/bin/fencegate --listen $(LISTEN) --data $(DATA)
+
+# every suite runs (make -k) and records its count (tests/suite.py); the
+# last line is the verdict over all of them, and the status says if any failed
+test: all deps-test
+	$(Q)rm -rf $(RESULTS)
+	$(Q)st=0; $(MAKE) --no-print-directory -k \
+		layering man-check unit sim-smoke fuzz-smoke integration || st=$$?; \
+		tests/suite.py verdict $(RESULTS) $$st
 
 # the man pages format without a warning; fencegate.json(5) is the key table of
 # policy/README.md
 man-check:
+	$(Q)tests/suite.py run man-check $(MAKE) --no-print-directory man-check-run
+
+man-check-run:
 	$(Q)for m in man/*.[1358]; do groff -man -ww -z $$m 2>&1 | grep . && \
 		{ echo "man-check: $$m has warnings"; exit 1; }; true; done
 	$(Q)man/gen-config-man.py | cmp -s - man/fencegate.json.5 || \
@@ -226,17 +247,17 @@ man-check:
 			"of policy/README.md; run: man/gen-config-man.py > man/fencegate.json.5"; exit 1; }
 
 layering:
-	$(Q)tests/layering.sh
+	$(Q)tests/suite.py run layering tests/layering.sh
 
 unit: $(UNIT_BIN)
 	$(Q)fail=0; for t in $(UNIT_BIN); do \
-		echo "== $$t"; \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-			$$t || fail=1; \
+			tests/suite.py run "unit $$(basename $$t)" $$t || fail=1; \
 	done; exit $$fail
 
 integration: all $(ITEST_BIN) $(UNIT_BIN)
-	$(Q)FENCE_BIN=$(abspath $(O)/bin) FENCE_TESTBIN=$(abspath $(O)/build/test) tests/integration/run.sh
+	$(Q)FENCE_BIN=$(abspath $(O)/bin) FENCE_TESTBIN=$(abspath $(O)/build/test) \
+		tests/integration/run.sh $(E2E)
 
 bench: all deps-bench
 	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/bench/run.sh
@@ -245,12 +266,11 @@ bench: all deps-bench
 # fixed seed and an empty scratch corpus, so the same tree gives the same
 # result (the safety assertions run); `make fuzz` explores for real
 fuzz-smoke: $(FUZZ_BIN)
-	$(Q)for f in $(FUZZ_BIN); do n=$$(basename $$f); log=$(O)/build/fuzz/$$n.log; \
+	$(Q)fail=0; for f in $(FUZZ_BIN); do n=$$(basename $$f); \
 		scratch=$(O)/build/fuzz/smoke-$$n; rm -rf $$scratch; mkdir -p $$scratch; \
-		$$f -seed=1 -runs=$${FUZZ_SMOKE_RUNS:-50000} -rss_limit_mb=1024 \
-			-artifact_prefix=$(O)/build/fuzz/ $$scratch tests/fuzz/corpus/$$n \
-			> $$log 2>&1 || { tail -40 $$log; echo "fuzz-smoke: $$n failed"; exit 1; }; \
-		echo "== $$n (smoke): $$(tail -1 $$log)"; done
+		tests/suite.py run "fuzz-smoke $$n" $$f -seed=1 -runs=$${FUZZ_SMOKE_RUNS:-50000} \
+			-rss_limit_mb=1024 -artifact_prefix=$(O)/build/fuzz/ $$scratch \
+			tests/fuzz/corpus/$$n || fail=1; done; exit $$fail
 
 fuzz: $(FUZZ_BIN)
 	$(Q)for f in $(FUZZ_BIN); do n=$$(basename $$f); echo "== $$n"; \
@@ -303,8 +323,11 @@ help:
 	@echo "targets:"
 	@echo "  all (default)  build bin/fencectl, bin/fencegate, lib/libfencelock.a"
 	@echo "  run            build and start fencegate on 127.0.0.1:8080 over ./fencegate-data"
-	@echo "  test           unit tests under ASan+UBSan, then integration tests against moto_server"
-	@echo "  unit           unit tests only;  integration: integration tests only"
+	@echo "                 (PORT=N, or LISTEN=ADDR:PORT, chooses the address; DATA=DIR the directory)"
+	@echo "  test           every suite (unit under ASan+UBSan, simulation, fuzz smoke, integration,"
+	@echo "                 e2e); the last line is the verdict: N passed, N failed"
+	@echo "  unit           unit tests only;  integration: integration and e2e tests only"
+	@echo "                 (E2E=\"tests/e2e/test_x.py ...\": only those files)"
 	@echo "  bench          benchmarks against nginx and HAProxy (not a test)"
 	@echo "  fuzz           run each fuzz target for FUZZ_SECONDS (default 20)"
 	@echo "  sim            the deterministic simulation, SEEDS=N schedules (default 100000)"

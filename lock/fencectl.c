@@ -1,8 +1,8 @@
 /* fencectl.c — the command line for fencing locks: argument parsing and
- * printing around libfencelock (lock.h), the commands, and --proxy (the
- * same commands through a fencegate's lock HTTP API, lockhttp.h). The
- * protocol itself lives in the library, and `run` (holding a lock for a
- * child process) in fencectl_run.c; this file only turns answers into
+ * printing around libfencelock (lock.h) and the commands. The protocol
+ * itself lives in the library, `run` (holding a lock for a child process)
+ * in fencectl_run.c and --proxy (the same commands through a fencegate's
+ * lock HTTP API) in fencectl_proxy.c; this file only turns answers into
  * output and exit codes (0 ok, 3 held/lost, 1 error). */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,7 +16,6 @@
 #include <cjson/cJSON.h>
 
 #include "lock.h"
-#include "lockhttp.h"
 #include "store.h"
 #include "fencectl_int.h"
 
@@ -51,13 +50,17 @@ static const char usage[] =
 "  --region R       AWS region (default: $AWS_REGION, else us-east-1)\n"
 "  --profile P      AWS profile for credentials (default: $AWS_PROFILE, else default)\n"
 "  --proxy URL      use a fencegate proxy's lock HTTP API (acquire, renew,\n"
-"                   release, status, list) instead of the store\n"
+"                   release, status, list) instead of the store; calls are\n"
+"                   signed (SigV4) when AWS credentials are set\n"
+"  --cacert FILE    CA bundle for an https proxy (default: $AWS_CA_BUNDLE,\n"
+"                   else $SSL_CERT_FILE, else the system's)\n"
 "  --json           machine-readable output\n"
 "  --help, --version\n"
 "\n"
 "durations: 500ms, 30s, 2m, 1h; a plain number is seconds.\n"
 "exit status: 0 ok, 3 held by another or lock lost, 1 error;\n"
-"run exits with CMD's status (128+N if killed by signal N).\n";
+"run exits with CMD's status (128+N if killed by signal N), or 3 if the\n"
+"lock was lost while it ran.\n";
 
 /* A usage error: names what to fix, exits 1. */
 __attribute__((format(printf, 1, 2), noreturn))
@@ -151,6 +154,8 @@ static void parse_args(int argc, char **argv, struct cli *c)
 			c->profile = v;
 		} else if ((v = option_value(argc, argv, &i, "--proxy"))) {
 			c->proxy = v;
+		} else if ((v = option_value(argc, argv, &i, "--cacert"))) {
+			c->cacert = v;
 		} else if ((v = option_value(argc, argv, &i, "--holder"))) {
 			c->holder = v;
 			c->has_holder = 1;
@@ -202,7 +207,7 @@ static void expect(const struct cli *c, int npos, const char *args, int ttl_wait
 		fencectl_die_usage("\"--\" is for run, not %s", c->command);
 }
 
-static uint64_t parse_epoch(const char *s)
+uint64_t fencectl_parse_epoch(const char *s)
 {
 	char *end = NULL;
 	unsigned long long e;
@@ -294,7 +299,7 @@ static void print_wait(const struct lock_info *who, int64_t waited_ms, void *arg
 	fflush(stderr);
 }
 
-static void print_json(cJSON *obj)
+void fencectl_print_json(cJSON *obj)
 {
 	char *s = obj ? cJSON_PrintUnformatted(obj) : NULL;
 
@@ -382,7 +387,7 @@ static int cmd_acquire(const struct cli *c, struct lock *lk)
 		cJSON_AddStringToObject(o, "holder", g.holder);
 		cJSON_AddNumberToObject(o, "ttlMs", (double)g.ttl_ms);
 		cJSON_AddNumberToObject(o, "expiresAt", (double)g.expires_at_ms);
-		print_json(o);
+		fencectl_print_json(o);
 	} else {
 		printf("%" PRIu64 "\n", g.epoch);
 	}
@@ -396,7 +401,7 @@ static int cmd_renew_release(const struct cli *c, struct lock *lk, int releasing
 	char err[512] = "";
 
 	memset(&g, 0, sizeof(g));
-	g.epoch = parse_epoch(c->pos[1]);
+	g.epoch = fencectl_parse_epoch(c->pos[1]);
 	rc = releasing ? lock_release(lk, &g, err, sizeof(err)) : lock_renew(lk, &g, err, sizeof(err));
 	if (rc != LOCK_OK)
 		return fencectl_report(rc, err);
@@ -409,7 +414,7 @@ static int cmd_renew_release(const struct cli *c, struct lock *lk, int releasing
 			cJSON_AddNumberToObject(o, "renewals", (double)g.renewals);
 			cJSON_AddNumberToObject(o, "expiresAt", (double)g.expires_at_ms);
 		}
-		print_json(o);
+		fencectl_print_json(o);
 	}
 	return 0;
 }
@@ -424,7 +429,7 @@ static int cmd_status(const struct cli *c, struct lock *lk)
 	if (rc != LOCK_OK)
 		return fencectl_report(rc, err);
 	if (c->json)
-		print_json(info_json(lock_name(lk), &info));
+		fencectl_print_json(info_json(lock_name(lk), &info));
 	else
 		print_info_line(lock_name(lk), &info);
 	return 0;
@@ -462,7 +467,7 @@ static int cmd_list(const struct cli *c, struct store *st)
 	}
 	free(names);
 	if (arr)
-		print_json(arr);
+		fencectl_print_json(arr);
 	return code;
 }
 
@@ -483,7 +488,7 @@ static int cmd_gc(const struct cli *c, struct lock *lk)
 
 		cJSON_AddStringToObject(o, "lock", lock_name(lk));
 		cJSON_AddNumberToObject(o, "deleted", deleted);
-		print_json(o);
+		fencectl_print_json(o);
 	} else {
 		printf("lock \"%s\": deleted %u epoch file%s, kept the newest %ld\n",
 		       lock_name(lk), deleted, deleted == 1 ? "" : "s", c->keep);
@@ -505,7 +510,7 @@ static int cmd_break(const struct cli *c, struct lock *lk)
 
 		cJSON_AddStringToObject(o, "lock", lock_name(lk));
 		cJSON_AddNumberToObject(o, "epoch", (double)epoch);
-		print_json(o);
+		fencectl_print_json(o);
 	} else {
 		printf("%" PRIu64 "\n", epoch);
 		fprintf(stderr, "fencectl: lock \"%s\" broken: epoch %" PRIu64 " is released; "
@@ -530,124 +535,6 @@ static int cmd_check(const struct cli *c, struct store *st)
 }
 
 /* --- main ---------------------------------------------------------------------- */
-
-/* ---- --proxy: the same commands through fencegate's lock HTTP API -------- */
-
-/* The "message" of an API error answer, or a fallback. */
-static const char *api_message(const cJSON *reply, long status)
-{
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(reply, "message");
-	static char buf[64];
-
-	if (cJSON_IsString(m))
-		return m->valuestring;
-	snprintf(buf, sizeof(buf), "unexpected HTTP status %ld", status);
-	return buf;
-}
-
-static double api_number(const cJSON *reply, const char *name)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(reply, name);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
-static int api_error_code(const cJSON *reply, const char *code)
-{
-	const cJSON *e = cJSON_GetObjectItemCaseSensitive(reply, "error");
-
-	return cJSON_IsString(e) && strcmp(e->valuestring, code) == 0;
-}
-
-static int proxy_command(const struct cli *c)
-{
-	const char *cmd = c->command, *name = c->npos ? c->pos[0] : NULL;
-	char path[256], err[512] = "";
-	char *body = NULL;
-	const char *method = "POST";
-	cJSON *req = NULL, *reply = NULL;
-	char *text = NULL;
-	const cJSON *holder;
-	long status = 0, timeout_ms = 30000;
-	int code = 1;
-
-	if (strcmp(cmd, "acquire") == 0) {
-		req = cJSON_CreateObject();
-		if (c->has_ttl)
-			cJSON_AddNumberToObject(req, "ttlMs", (double)c->ttl_ms);
-		if (c->has_wait)
-			cJSON_AddNumberToObject(req, "waitMs", (double)c->wait_ms);
-		if (c->holder) {
-			cJSON_AddStringToObject(req, "holder", c->holder);
-		} else {
-			/* the holder is this process, as with --store, not the
-			 * proxy's (its default) */
-			char host[200], me[256];
-
-			if (gethostname(host, sizeof(host)) != 0)
-				snprintf(host, sizeof(host), "unknown");
-			host[sizeof(host) - 1] = '\0';
-			snprintf(me, sizeof(me), "%s-%ld", host, (long)getpid());
-			cJSON_AddStringToObject(req, "holder", me);
-		}
-		timeout_ms += (long)c->wait_ms;
-		snprintf(path, sizeof(path), "/_fence/locks/%s/acquire", name);
-	} else if (strcmp(cmd, "renew") == 0 || strcmp(cmd, "release") == 0) {
-		req = cJSON_CreateObject();
-		cJSON_AddNumberToObject(req, "epoch", (double)parse_epoch(c->pos[1]));
-		snprintf(path, sizeof(path), "/_fence/locks/%s/%s", name, cmd);
-	} else if (strcmp(cmd, "status") == 0) {
-		method = "GET";
-		snprintf(path, sizeof(path), "/_fence/locks/%s", name);
-	} else if (strcmp(cmd, "list") == 0) {
-		method = "GET";
-		snprintf(path, sizeof(path), "/_fence/locks");
-	} else {
-		fprintf(stderr, "fencectl: %s is not available through --proxy (the lock HTTP API "
-			"has acquire, renew, release, status and list); use --store\n", cmd);
-		return 1;
-	}
-	if (req && !(body = cJSON_PrintUnformatted(req))) {
-		fprintf(stderr, "fencectl: out of memory\n");
-		goto out;
-	}
-	if (lockhttp_request(c->proxy, method, path, body, timeout_ms, &status, &text,
-			     err, sizeof(err)) < 0) {
-		fprintf(stderr, "fencectl: %s\n", err);
-		goto out;
-	}
-	reply = text ? cJSON_Parse(text) : NULL;
-	if (status == 409 && (api_error_code(reply, "LockHeld") ||
-			      api_error_code(reply, "LockLost"))) {
-		holder = cJSON_GetObjectItemCaseSensitive(reply, "holder");
-		if (api_error_code(reply, "LockHeld"))
-			fprintf(stderr, "fencectl: lock \"%s\" is held by \"%s\" (epoch %.0f); "
-				"free in at most %.1fs\n", name,
-				cJSON_IsString(holder) ? holder->valuestring : "?",
-				api_number(reply, "epoch"), api_number(reply, "retryAfterMs") / 1000.0);
-		else
-			fprintf(stderr, "fencectl: lock lost: %s\n", api_message(reply, status));
-		code = EXIT_HELD;
-		goto out;
-	}
-	if (status != 200 || !reply) {
-		fprintf(stderr, "fencectl: %s %s: %s\n", method, path, api_message(reply, status));
-		goto out;
-	}
-	if (strcmp(cmd, "acquire") == 0 && !c->json)
-		printf("%.0f\n", api_number(reply, "epoch"));
-	else if (c->json || strcmp(cmd, "status") == 0 || strcmp(cmd, "list") == 0) {
-		print_json(reply); /* frees it */
-		reply = NULL;
-	}
-	code = 0;
-out:
-	cJSON_Delete(req);
-	cJSON_Delete(reply);
-	free(text);
-	free(body);
-	return code;
-}
 
 int main(int argc, char **argv)
 {
@@ -689,11 +576,14 @@ int main(int argc, char **argv)
 	if (c.prefix && c.npos == 0)
 		fencectl_die_usage("--prefix names one lock's files; %s does not take it", cmd);
 
+	if (c.cacert && !c.proxy)
+		fencectl_die_usage("%s", "--cacert is for an https --proxy (a store's endpoint uses "
+				   "$AWS_CA_BUNDLE)");
 	if (c.proxy) {
 		if (c.store_url || c.prefix || c.endpoint)
 			fencectl_die_usage("%s", "--proxy talks to a fencegate lock API; --store, --prefix and "
 					   "--endpoint do not apply");
-		return proxy_command(&c);
+		return fencectl_cmd_proxy(&c);
 	}
 	st = open_store(&c);
 	if (strcmp(cmd, "list") == 0) {

@@ -1,18 +1,21 @@
-/* fencectl_int.h — what fencectl's two files share: fencectl.c (argument
- * parsing, printing, the commands, main) and fencectl_run.c (`run`, which
- * holds a lock while a child process works). Part of the fencectl program,
- * not of libfencelock. */
+/* fencectl_int.h — what fencectl's files share: fencectl.c (argument
+ * parsing, printing, the commands, main), fencectl_run.c (`run`, which
+ * holds a lock while a child process works) and fencectl_proxy.c (--proxy:
+ * the lock HTTP API of a fencegate). Part of the fencectl program, not of
+ * libfencelock. */
 #ifndef FENCE_FENCECTL_INT_H
 #define FENCE_FENCECTL_INT_H
 
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include "lock.h"
 
 #define EXIT_HELD 3
 
 struct cli {
-	const char *store_url, *prefix, *endpoint, *region, *profile, *proxy;
+	const char *store_url, *prefix, *endpoint, *region, *profile, *proxy, *cacert;
 	int json;
 	const char *holder;
 	int64_t ttl_ms, wait_ms;
@@ -31,6 +34,12 @@ void fencectl_die_usage(const char *fmt, ...);
 int fencectl_report(enum lock_code rc, const char *err);
 /* Prints who holds lock name (stderr). */
 void fencectl_print_held(const char *name, const struct lock_info *who);
+/* EPOCH argument as a number; exits 1 with a usage error if it is not one. */
+uint64_t fencectl_parse_epoch(const char *s);
+/* Prints obj as one line of JSON on stdout and frees it (exits 1 on ENOMEM). */
+void fencectl_print_json(cJSON *obj);
+/* fencectl --proxy COMMAND: see fencectl_proxy.c. Returns the exit code. */
+int fencectl_cmd_proxy(const struct cli *c);
 /* fencectl run: see fencectl_run.c. Returns the exit code. */
 int fencectl_cmd_run(const struct cli *c, struct lock *lk);
 

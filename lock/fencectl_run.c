@@ -3,7 +3,8 @@
  * ttl/3 on a thread of its own and stops CMD (SIGTERM, then SIGKILL after a
  * grace period) when a renewal reports the lock lost or the holder's
  * deadline passes, by the main loop's clock, never waiting on a request in
- * flight; releases at the end, or exits non-zero with "lease lost". It
+ * flight; releases at the end, or exits 3 (EXIT_HELD) with "lease lost",
+ * whatever CMD's status after our SIGTERM. It
  * forwards SIGINT/SIGTERM/SIGHUP to CMD; it parses no arguments (fencectl.c
  * does). */
 #include <errno.h>
@@ -172,7 +173,7 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 		code = 128 + WTERMSIG(status);
 	else
 		code = 1;
-	if (lost && code == 0)
+	if (lost) /* whatever the command's status: SIGTERM is ours */
 		code = EXIT_HELD;
 	return code;
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <event2/event.h>
@@ -187,7 +188,7 @@ static void reopen_logs(struct runtime *rt)
 	if (n < 0)
 		log_error("sigusr1: %s; logging on to the old file", err);
 	else
-		log_info("sigusr1: \"%d\" log files reopened", n);
+		log_info("sigusr1: %d log files reopened", n);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -211,7 +212,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	rt->stopping = 1;
-	log_info("stop signal: draining \"%zu\" requests in flight (at most \"%ld\" ms)",
+	log_info("stop signal: draining %zu requests in flight (at most %ld ms)",
 		 workers_inflight(rt->workers), rt->drain_ms);
 	workers_drain(rt->workers, rt->drain_ms, drained, rt);
 }
@@ -279,13 +280,42 @@ static int build_shared(struct runtime *rt, const struct options *o, SSL_CTX *tl
 		rt->cfg.limits.max_connections = listen_connection_budget(
 			rt->cfg.limits.max_connections, why, sizeof(why));
 		if (why[0])
-			log_warn("limits.max_connections: \"%zu\": %s", rt->cfg.limits.max_connections,
+			log_warn("limits.max_connections: %zu: %s", rt->cfg.limits.max_connections,
 				 why);
 	}
 	return 0;
 nomem:
 	snprintf(err, errlen, "out of memory");
 	return -1;
+}
+
+/* limits.max_connections at its default (10000: 2 descriptors each and 32
+ * spare) is fitted to RLIMIT_NOFILE, after listen_connection_budget has
+ * raised the soft limit to the hard one, and the cap is said at info
+ * level: default settings start without a warning. A value the operator
+ * chose is kept, and warned about by the front end if it does not fit. */
+static void fit_default_connections(struct proxy_config *cfg)
+{
+	struct policy_key_info ki;
+	struct rlimit rl;
+	char why[512];
+	size_t fit;
+
+	for (size_t i = 0; policy_key_info(i, &ki); i++) {
+		if (strcmp(ki.path, "limits.max_connections") != 0)
+			continue;
+		if (!ki.def || cfg->limits.max_connections != strtoull(ki.def, NULL, 10))
+			return;
+		fit = listen_connection_budget(cfg->limits.max_connections, why, sizeof(why));
+		if (fit != cfg->limits.max_connections && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+			log_info("at most %zu connections: the default limits.max_connections "
+				 "(%zu) fitted to RLIMIT_NOFILE %llu (2 descriptors each and %d "
+				 "spare); raise it for more (ulimit -n, LimitNOFILE=)", fit,
+				 cfg->limits.max_connections, (unsigned long long)rl.rlim_cur,
+				 LISTEN_FD_RESERVE);
+		cfg->limits.max_connections = fit;
+		return;
+	}
 }
 
 /* Frees what build_shared made, after the workers. */
@@ -363,7 +393,9 @@ int main(int argc, char **argv)
 	rt.config_path = o.config;
 	rt.log_level_flag = o.log_level_set;
 	rt.limits_at_start = pol->limits.header_bytes;
+	log_info("fencegate %s starting", FENCE_VERSION);
 	cli_proxy_config(&rt.cfg, pol, &o);
+	fit_default_connections(&rt.cfg);
 	if (rt.cfg.upstream_url && rt.cfg.mode == PROXY_MODE_S3) {
 		if (aws_credentials_load(pol->upstream.profile, &cred, err, sizeof(err)) < 0) {
 			fprintf(stderr, "fencegate: no upstream credentials: %s\n", err);
@@ -418,7 +450,7 @@ int main(int argc, char **argv)
 		log_info("listening on \"%s\"%s", pol->listen[i].addr,
 			 pol->tls.enabled ? " (tls)" : "");
 	if (rt.nworkers > 1)
-		log_info("\"%d\" event-loop workers, \"%d\" store threads", rt.nworkers,
+		log_info("%d event-loop workers, %d store threads", rt.nworkers,
 			 rt.store_threads);
 	if (workers_start(rt.workers, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fencegate: %s\n", err);
@@ -429,7 +461,7 @@ int main(int argc, char **argv)
 			 pol->mode == POLICY_MODE_S3 ? "s3" : "http");
 	else
 		log_info("serving the embedded store over \"%s\"", pol->data_dir);
-	log_info("authentication %s (\"%zu\" clients)", pol->nclients ? "on" : "off",
+	log_info("authentication %s (%zu clients)", pol->nclients ? "on" : "off",
 		 pol->nclients);
 	event_base_dispatch(rt.base);
 	free_signals(sigs);

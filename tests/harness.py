@@ -184,12 +184,14 @@ def run(cmd, env=None, timeout=60, input=None):
 
 
 class Runner:
-    """Collects test functions and prints 'N passed, N failed'."""
+    """Collects test functions and prints 'name: N passed, N failed' (and
+    ', N skipped' when any were), the line tests/suite.py counts."""
 
     def __init__(self, name):
         self.name = name
         self.passed = 0
         self.failed = 0
+        self.skipped = 0
 
     def check(self, label, fn, *args):
         t0 = time.monotonic()
@@ -204,6 +206,16 @@ class Runner:
             print("ok   %s: %s (%.1fs)" % (self.name, label, time.monotonic() - t0))
         sys.stdout.flush()
 
+    def skip(self, label, reason):
+        """A check that cannot run here (a tool is missing): counted as
+        skipped, with the reason, never as passed."""
+        self.skipped += 1
+        print("skip %s: %s (%s)" % (self.name, label, reason))
+        sys.stdout.flush()
+
     def finish(self):
-        print("%s: %d passed, %d failed" % (self.name, self.passed, self.failed))
+        line = "%s: %d passed, %d failed" % (self.name, self.passed, self.failed)
+        if self.skipped:
+            line += ", %d skipped" % self.skipped
+        print(line)
         return 1 if self.failed else 0

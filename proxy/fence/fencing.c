@@ -272,8 +272,8 @@ enum proxy_action fencing_step_decide(struct freq *fr)
 	case FENCE_FORWARD:
 		break;
 	default:
-		log_info("request \"%s\" lock \"%s\" key \"%s\" epoch \"%" PRIu64 "\" current \"%"
-			 PRIu64 "\": \"%s\"", proxy_req_id(fr->req), lk->name,
+		log_info("request \"%s\" lock \"%s\" key \"%s\" epoch %" PRIu64 " current %"
+			 PRIu64 ": \"%s\"", proxy_req_id(fr->req), lk->name,
 			 fr->key ? fr->key : "", t, d.high_water, fr->verdict);
 		return reply_decision(fr, &d);
 	}
@@ -437,7 +437,7 @@ static void preload_cb(struct lockreg_entry *e, int ok, void *arg)
 {
 	(void)arg;
 	if (ok)
-		log_info("lock \"%s\": epoch \"%" PRIu64 "\" loaded", e->name, e->high_water);
+		log_info("lock \"%s\": epoch %" PRIu64 " loaded", e->name, e->high_water);
 	else
 		log_warn("lock \"%s\": cannot load its epoch: %s", e->name, e->load_err);
 }

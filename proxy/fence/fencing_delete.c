@@ -141,7 +141,7 @@ static void delete_done(void *arg)
 		if (f->objects)
 			objcache_invalidate(f->objects, fr->bucket, j->batch.keys[i].key);
 	}
-	log_info("request \"%s\" bucket \"%s\": DeleteObjects of \"%zu\" keys, \"%zu\" refused "
+	log_info("request \"%s\" bucket \"%s\": DeleteObjects of %zu keys, %zu refused "
 		 "or failed", proxy_req_id(fr->req), fr->bucket, j->batch.n, failed);
 	xml = s3delete_result_xml(&j->batch, &len);
 	if (!xml)

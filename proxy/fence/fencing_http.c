@@ -64,8 +64,8 @@ static enum proxy_action http_barrier_stale(struct freq *fr)
 	fr->verdict = fence_strverdict(FENCE_REJECT_STALE);
 	fr->has_current = true;
 	fr->current = c;
-	log_info("request \"%s\" lock \"%s\" epoch \"%" PRIu64 "\" accepted \"%" PRIu64
-		 "\": \"barrier_stale\"", proxy_req_id(fr->req), lk->name, fr->epoch,
+	log_info("request \"%s\" lock \"%s\" epoch %" PRIu64 " accepted %" PRIu64
+		 ": \"barrier_stale\"", proxy_req_id(fr->req), lk->name, fr->epoch,
 		 lk->barrier.accepted);
 	return fencing_reply_error(fr, 409, "FencingTokenStale", msg, true, c);
 }
@@ -109,7 +109,7 @@ static void barrier_timeout_cb(evutil_socket_t fd, short what, void *arg)
 		 "after %ld ms; epoch %" PRIu64 " was not forwarded, retry", lk->name,
 		 fr->f->barrier_timeout_ms, fr->epoch);
 	fr->verdict = "barrier_timeout";
-	log_warn("request \"%s\" lock \"%s\" epoch \"%" PRIu64 "\": \"barrier_timeout\"",
+	log_warn("request \"%s\" lock \"%s\" epoch %" PRIu64 ": \"barrier_timeout\"",
 		 proxy_req_id(fr->req), lk->name, fr->epoch);
 	proxy_req_resume(fr->req, fencing_reply_error(fr, 503, "FencingBarrierTimeout", msg, false, 0));
 }
@@ -142,8 +142,8 @@ enum proxy_action fencing_http_admit(struct freq *fr)
 		fr->barrier_waiting = false;
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	}
-	log_info("request \"%s\" lock \"%s\" epoch \"%" PRIu64 "\" in flight \"%zu\" of epoch \"%"
-		 PRIu64 "\": \"barrier_wait\"", proxy_req_id(fr->req), lk->name, fr->epoch,
+	log_info("request \"%s\" lock \"%s\" epoch %" PRIu64 " in flight %zu of epoch %"
+		 PRIu64 ": \"barrier_wait\"", proxy_req_id(fr->req), lk->name, fr->epoch,
 		 lk->barrier.n_inflight, lk->barrier.inflight_epoch);
 	return PROXY_SUSPEND;
 }
@@ -270,7 +270,7 @@ static void barrier_release_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	log_info("lock \"%s\": the write of epoch \"%" PRIu64 "\" with an unknown outcome "
+	log_info("lock \"%s\": the write of epoch %" PRIu64 " with an unknown outcome "
 		 "no longer holds the epoch barrier", br->lk->name, br->epoch);
 	barrier_done(&br->lk->barrier, br->epoch);
 	barrier_schedule(br->f, br->lk);

@@ -33,7 +33,7 @@ static void update_accepting(struct front_server *s)
 	s->accept_paused = full;
 	listen_set_full(s->listen, full);
 	if (full)
-		log_warn("\"%zu\" connections open (limits.max_connections): not accepting "
+		log_warn("%zu connections open (limits.max_connections): not accepting "
 			 "until one closes", s->nconns);
 }
 
@@ -464,8 +464,8 @@ static void conn_timeout_cb(evutil_socket_t fd, short ev, void *arg)
 		if (what == 'B')
 			log_info("request body from \"%s\" stalled", c->peer);
 		else
-			log_info("request body from \"%s\" too slow: \"%" PRIu64 "\" bytes in \"%"
-				 PRId64 "\" ms (limits.body_min_rate \"%zu\" bytes/s)", c->peer,
+			log_info("request body from \"%s\" too slow: %" PRIu64 " bytes in %"
+				 PRId64 " ms (limits.body_min_rate %zu bytes/s)", c->peer,
 				 c->body_received - c->body_base, front_now_ms() - c->t_body,
 				 c->srv->lim.body_min_rate);
 		if (c->req) {

@@ -31,7 +31,7 @@ struct front_server *front_server_new(struct event_base *base,
 	s->lim.max_connections = listen_connection_budget(s->lim.max_connections, why,
 							  sizeof(why));
 	if (why[0])
-		log_warn("limits.max_connections: \"%zu\": %s", s->lim.max_connections, why);
+		log_warn("limits.max_connections: %zu: %s", s->lim.max_connections, why);
 	s->ops = *ops;
 	listen_set_reuse_port(s->listen, s->lim.reuse_port);
 	/* our own limits are lower; keep libhttp-parser's as a backstop */
@@ -49,7 +49,7 @@ static void drain_timeout_cb(evutil_socket_t fd, short ev, void *arg)
 {
 	struct front_server *s = arg;
 
-	log_warn("drain time over: closing \"%zu\" connections", s->nconns);
+	log_warn("drain time over: closing %zu connections", s->nconns);
 	while (s->conns)
 		fconn_free(s->conns, FRONT_ABORT_SHUTDOWN);
 	if (s->drain_done) {

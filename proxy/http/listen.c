@@ -91,8 +91,8 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	ls->failures++;
 	ls->unlogged++;
 	if (!ls->logged_ms || now - ls->logged_ms >= LISTEN_LOG_EVERY_MS) {
-		log_error("accept failed: \"%s\" (\"%lu\" times since the last report); "
-			  "not accepting for \"%d\" ms at a time", evutil_socket_error_to_string(err),
+		log_error("accept failed: \"%s\" (%lu times since the last report); "
+			  "not accepting for %d ms at a time", evutil_socket_error_to_string(err),
 			  ls->unlogged, LISTEN_BACKOFF_MS);
 		ls->unlogged = 0;
 		ls->logged_ms = now;
@@ -284,8 +284,8 @@ size_t listen_connection_budget(size_t wanted, char *msg, size_t msglen)
 	cap = rl.rlim_cur > LISTEN_FD_RESERVE + 2 ? (rl.rlim_cur - LISTEN_FD_RESERVE) / 2 : 1;
 	if (wanted)
 		snprintf(asked, sizeof(asked), "%zu", wanted);
-	snprintf(msg, msglen, "RLIMIT_NOFILE \"%llu\" (hard \"%llu\") allows \"%llu\" connections, "
-		 "not \"%s\" (2 descriptors each and %d spare): raise it (ulimit -n, "
+	snprintf(msg, msglen, "RLIMIT_NOFILE %llu (hard %llu) allows %llu connections, "
+		 "not %s (2 descriptors each and %d spare): raise it (ulimit -n, "
 		 "LimitNOFILE=) or lower limits.max_connections",
 		 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
 		 (unsigned long long)cap, asked, LISTEN_FD_RESERVE);

@@ -107,7 +107,7 @@ void preq_finish(struct proxy_req *req, enum proxy_outcome outcome)
 	s.duration_us = proxy_now_us() - req->t_start_us;
 	s.attempts = req->attempts;
 	s.outcome = outcome;
-	log_debug("request \"%s\" \"%s %s\" status \"%d\" in \"%" PRId64 "\" us", req->id,
+	log_debug("request \"%s\" \"%s %s\" status %d in %" PRId64 " us", req->id,
 		  s.method, s.path, s.status, s.duration_us);
 	if (req->on_done)
 		req->on_done(&s, req->on_done_arg);
@@ -257,7 +257,7 @@ int proxy_req_reply_error(struct proxy_req *req, int status, const char *code,
 	const char *ctype = format_error(req->p->mode, code, message, req->msg->path, req->id,
 					 body, sizeof(body));
 
-	log_info("request \"%s\" \"%s %s\" answered \"%d\" \"%s\": \"%s\"", req->id,
+	log_info("request \"%s\" \"%s %s\" answered %d \"%s\": \"%s\"", req->id,
 		 req->msg->method, req->msg->path, status, code, message);
 	return proxy_req_reply(req, status, extra_hdrs, ctype, body, strlen(body));
 }

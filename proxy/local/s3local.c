@@ -215,7 +215,7 @@ static void reply_error(struct s3l_call *c, struct front_hdrs *h)
 		front_hdrs_add(h, "X-Fencing-Epoch", epoch);
 		body = s3err_xml_dup(&e, &len);
 		if (body) {
-			log_info("request \"%s\" \"%s %s\" answered \"%d\" \"%s\": \"%s\"",
+			log_info("request \"%s\" \"%s %s\" answered %d \"%s\": \"%s\"",
 				 proxy_req_id(req), proxy_req_method(req), proxy_req_path(req),
 				 c->status, c->err_code, c->err_msg);
 			proxy_req_reply(req, c->status, h, S3ERR_XML_CONTENT_TYPE, body, len);

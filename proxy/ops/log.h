@@ -2,7 +2,8 @@
  *
  * One line per event on stderr: time, level, message. Messages are
  * lowercase with values quoted (nginx style): log_info("listening on \"%s\"",
- * addr). The macros test the level before evaluating their arguments, so a
+ * addr); numbers are not quoted, so a line reads as a sentence:
+ * log_info("%d event-loop workers", n). The macros test the level before evaluating their arguments, so a
  * disabled debug line costs one comparison. Not for libraries: only the
  * daemon's modules log. */
 #ifndef FENCE_LOG_H

@@ -70,7 +70,7 @@ def secret_envs(c):
             if "secretKeyRef" in e.get("valueFrom", {})}
 
 
-def t_kustomization(docs):
+def t_kustomization(docs, r):
     kust = one(docs, "Kustomization")
     files = {n for n in os.listdir(KDIR) if n.endswith(".yaml")} - {"kustomization.yaml"}
     assert set(kust["resources"]) == files, (kust["resources"], files)
@@ -81,7 +81,7 @@ def t_kustomization(docs):
         assert p.returncode == 0, p.stderr
         assert p.stdout.count("\nkind: ") + p.stdout.startswith("kind: ") >= 4, p.stdout[:500]
     else:
-        print("note: kubectl not installed, kustomize rendering not checked")
+        r.skip("kubernetes: kubectl kustomize renders the manifests", "kubectl not installed")
 
 
 def t_deployment(docs):
@@ -242,7 +242,7 @@ def t_containerfile(docs):
     assert any(ln.startswith("COPY --from=") for ln in runtime), "runtime copies no build output"
 
 
-def t_systemd_unit():
+def t_systemd_unit(r):
     tmp = harness.TempDir()
     try:
         prefix = os.path.join(tmp.path, "usr")
@@ -271,7 +271,7 @@ def t_systemd_unit():
                                stderr=subprocess.STDOUT, text=True, timeout=60)
             assert v.returncode == 0, v.stdout
         else:
-            print("note: systemd-analyze not installed, unit not verified")
+            r.skip("systemd: systemd-analyze verify", "systemd-analyze not installed")
     finally:
         tmp.close()
 
@@ -319,7 +319,8 @@ def t_grafana_dashboard():
 def main():
     r = harness.Runner("e2e deploy")
     docs = manifests()
-    r.check("kubernetes: every manifest parses, kustomization names each", t_kustomization, docs)
+    r.check("kubernetes: every manifest parses, kustomization names each", t_kustomization, docs,
+            r)
     r.check("kubernetes: Deployment replicas, probes, annotations, security, config mount",
             t_deployment, docs)
     r.check("kubernetes: Service and PodDisruptionBudget select the pods", t_service_and_pdb,
@@ -328,7 +329,7 @@ def main():
             t_config_passes_check, docs)
     r.check("Containerfile: Debian 12 stages, libraries, non-root user, health check",
             t_containerfile, docs)
-    r.check("systemd: make install writes the unit, Type=exec, verify", t_systemd_unit)
+    r.check("systemd: make install writes the unit, Type=exec, verify", t_systemd_unit, r)
     r.check("grafana: every metric the dashboard queries is served", t_grafana_dashboard)
     return r.finish()
 

@@ -54,13 +54,19 @@ class Recorder:
                 with rec.lock:
                     entry["t_applied"] = time.monotonic()  # even if nobody waits
                 out = json.dumps({"ok": True, "path": self.path}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(out)
-                self.wfile.flush()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(out)
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    # the proxy gave up on this request (a delayed one):
+                    # t_done stays None, the answer never left
+                    self.close_connection = True
+                    return
                 with rec.lock:
                     entry["t_done"] = time.monotonic()
 

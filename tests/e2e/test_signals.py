@@ -78,7 +78,7 @@ def test_no_log_files():
         for n in range(1, 4):  # one at a time: pending signals coalesce
             g.proc.send_signal(signal.SIGUSR1)
             harness.wait_for("reopen %d reported" % n,
-                             lambda: g.stderr().count('"0" log files reopened') == n)
+                             lambda: g.stderr().count('sigusr1: 0 log files reopened') == n)
         assert g.get("/_fence/health")[0] == 200
         assert g.alive()
     finally:
@@ -96,7 +96,7 @@ def test_flags():
         os.rename(access, access + ".1")
         os.rename(error, error + ".1")
         g.proc.send_signal(signal.SIGUSR1)
-        harness.wait_for("reopen reported", lambda: '"2" log files reopened' in read(error))
+        harness.wait_for("reopen reported", lambda: 'sigusr1: 2 log files reopened' in read(error))
         request_logged(g, access, "flag-logs")
         assert g.alive()
     finally:
@@ -137,7 +137,7 @@ def test_buffered_access_log():
         burst(g, "rot", 300)
         os.rename(access, access + ".1")
         g.proc.send_signal(signal.SIGUSR1)
-        harness.wait_for("reopened", lambda: '"1" log files reopened' in g.stderr())
+        harness.wait_for("reopened", lambda: 'sigusr1: 1 log files reopened' in g.stderr())
         assert paths_in(access + ".1", "rot-") == want, "lines lost at the reopen"
         burst(g, "end", 300)
     finally:

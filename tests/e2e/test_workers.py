@@ -105,7 +105,7 @@ def test_take_over_embedded():
                 return f.read()
 
         check_take_over(g.port, "wbucket", read_back)
-        assert '"2" event-loop workers' in g.stderr(), g.stderr()
+        assert '2 event-loop workers' in g.stderr(), g.stderr()
     finally:
         assert g.close() == 0
 

@@ -151,11 +151,13 @@ def run_exports_token_and_releases(s):
     assert p.stdout.strip() == "2"
 
 
-def run_kills_child_on_loss(s):
-    """A child that outlives its lock gets SIGTERM when renewal fails."""
+def run_kills_child_on_loss(s, child='trap "echo got-term; exit 0" TERM; '):
+    """A child that outlives its lock gets SIGTERM when renewal fails, and
+    run exits 3 (lease lost) whatever the child's own status: 0 from a
+    trap, or 143 from dying of that SIGTERM (child='')."""
     n = s.name("runloss")
     cmd = [FENCECTL, "--store", s.url, "run", n, "--ttl", "3s", "--", "sh", "-c",
-           'trap "echo got-term; exit 0" TERM; echo started; while :; do sleep 0.1; done']
+           child + 'echo started; while :; do sleep 0.1; done']
     proc = subprocess.Popen(cmd, env=s.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
@@ -164,9 +166,15 @@ def run_kills_child_on_loss(s):
         out, err = proc.communicate(timeout=20)
     finally:
         harness.stop(proc, signal.SIGKILL)
-    assert "got-term" in out, (out, err)
-    assert proc.returncode != 0, "a run that lost its lock must not exit 0: %s" % err
-    assert "lost" in err.lower(), err
+    if child:
+        assert "got-term" in out, (out, err)
+    assert proc.returncode == 3, "a run that lost its lock exits 3, not %d: %s" % (
+        proc.returncode, err)
+    assert "lease lost" in err, err
+
+
+def run_loss_child_dies_of_sigterm(s):
+    run_kills_child_on_loss(s, child="")
 
 
 def run_stops_child_when_store_hangs(s):
@@ -194,7 +202,8 @@ def run_stops_child_when_store_hangs(s):
             os.kill(s.moto.proc.pid, signal.SIGCONT)
         harness.stop(proc, signal.SIGKILL)
     assert term_after < 3.0, "SIGTERM %.2f s after start: past the lease" % term_after
-    assert proc.returncode != 0, "a run that lost its lease must not exit 0: %s" % err
+    assert proc.returncode == 3, "a run that lost its lease exits 3, not %d: %s" % (
+        proc.returncode, err)
     assert "lease lost" in err, err
 
 
@@ -289,7 +298,8 @@ def check_refuses_liar():
 
 
 SCENARIOS = [acquire_held_release_reacquire, lease_lapses, wait_acquire,
-             run_exports_token_and_releases, run_kills_child_on_loss, break_and_gc,
+             run_exports_token_and_releases, run_kills_child_on_loss, run_loss_child_dies_of_sigterm,
+             break_and_gc,
              check_passes, bad_input]
 
 
