@@ -157,7 +157,7 @@ static const char STYLE[] =
 	".warn{color:#8a5a00;font-weight:600}.reason{color:#b3261e}"
 	"dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px;margin:0}"
 	"dt{color:#556}dd{margin:0}.cols{display:grid;grid-template-columns:1fr 1fr;gap:0 3em}"
-	".legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}";
+	".legend{margin:0}.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}";
 
 static void put_head(FILE *out, const struct status_view *v)
 {
@@ -369,7 +369,7 @@ static void put_storage(FILE *out, const struct status_view *v)
 			last_load = v->board->locks[i].loaded_at_ms;
 	fputs("<section id=\"storage\"><h2>Storage</h2><dl>\n<dt>mode</dt><dd>", out);
 	esc(out, v->mode);
-	fprintf(out, "</dd>\n<dt>backend self-test</dt><dd id=\"self-test\" class=\"%s\">%s",
+	fprintf(out, "</dd>\n<dt>backend self-test</dt><dd id=\"self-test\"><span class=\"%s\">%s</span>",
 		test_cls[v->self_test], test_names[v->self_test]);
 	if (v->self_test_message && v->self_test_message[0]) {
 		fputs(": ", out);
@@ -428,14 +428,16 @@ char *status_html(const struct status_view *v, size_t *len)
 
 	if (!out)
 		return NULL;
+	/* the overview first; the long list of refusals last */
 	put_head(out, v);
 	put_locks(out, v);
-	put_refusals(out, v);
-	put_chart(out, v);
 	fputs("<div class=\"cols\">", out);
 	put_storage(out, v);
 	put_process(out, v);
-	fputs("</div>\n</body></html>\n", out);
+	fputs("</div>\n", out);
+	put_chart(out, v);
+	put_refusals(out, v);
+	fputs("</body></html>\n", out);
 	if (fclose(out) != 0) {
 		free(buf);
 		return NULL;
