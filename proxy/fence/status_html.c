@@ -144,6 +144,18 @@ static void put_when(FILE *out, int64_t now_ms, int64_t t_ms)
 		when, ago);
 }
 
+/* s as <code>, escaped; when s is empty, placeholder greyed out. */
+static void put_code(FILE *out, const char *s, const char *placeholder)
+{
+	if (s && s[0]) {
+		fputs("<code>", out);
+		esc(out, s);
+		fputs("</code>", out);
+	} else {
+		fprintf(out, "<span class=\"none\">%s</span>", placeholder);
+	}
+}
+
 /* ---- sections ------------------------------------------------------------- */
 
 static const char STYLE[] =
@@ -232,13 +244,7 @@ static void put_locks(FILE *out, const struct status_view *v)
 				"<span class=\"age\">(the log says why)</span>", ago);
 		}
 		fputs("</td><td class=\"holder\">", out);
-		if (l->noted && l->holder[0]) {
-			fputs("<code>", out);
-			esc(out, l->holder);
-			fputs("</code>", out);
-		} else {
-			fputs("<span class=\"none\">—</span>", out);
-		}
+		put_code(out, l->noted ? l->holder : NULL, "—");
 		fputs("</td><td class=\"lease\">", out);
 		put_lease(out, v, l);
 		fputs("</td><td class=\"loaded\">", out);
@@ -288,16 +294,10 @@ static void put_refusals(FILE *out, const struct status_view *v)
 		fmt_time(when, sizeof(when), r->at_ms);
 		fprintf(out, "<tr class=\"refusal\"><td class=\"time\"><time datetime=\"%s\">%s"
 			"</time></td><td class=\"client\">", when, when);
-		if (r->client[0]) {
-			fputs("<code>", out);
-			esc(out, r->client);
-			fputs("</code>", out);
-		} else {
-			fputs("<span class=\"none\">anonymous</span>", out);
-		}
-		fputs("</td><td class=\"lock\"><code>", out);
-		esc(out, r->lock[0] ? r->lock : "—");
-		fputs("</code></td><td class=\"request\"><code>", out);
+		put_code(out, r->client, "anonymous");
+		fputs("</td><td class=\"lock\">", out);
+		put_code(out, r->lock, "—");
+		fputs("</td><td class=\"request\"><code>", out);
 		esc(out, r->method);
 		fputs(" ", out);
 		esc(out, r->resource);
