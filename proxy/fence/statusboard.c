@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire/utf8.h"
+
 #define INDEX_SIZE (STATUSBOARD_LOCKS * 2) /* a power of two, half full at most */
 
 struct statusboard {
@@ -49,21 +51,30 @@ void statusboard_free(struct statusboard *b)
 	free(b);
 }
 
-/* Copies s into dst[size] (cut at a UTF-8 boundary); returns 1 if cut. */
+/* Copies s into dst[size] as valid UTF-8: a byte that starts no valid
+ * sequence becomes U+FFFD, and the copy is cut before a character that
+ * does not fit. Returns 1 if cut. */
 static int copy_field(char *dst, size_t size, const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
-	int cut = n >= size;
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t n = strlen((const char *)p), o = 0;
 
-	if (cut) {
-		n = size - 1;
-		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--; /* do not split a character */
+	while (n) {
+		size_t l = utf8_seq_len(p, n);
+		const unsigned char *from = l ? p : (const unsigned char *)"\xEF\xBF\xBD";
+		size_t out = l ? l : 3;
+
+		if (o + out >= size) {
+			dst[o] = '\0';
+			return 1;
+		}
+		memcpy(dst + o, from, out);
+		o += out;
+		p += l ? l : 1;
+		n -= l ? l : 1;
 	}
-	if (n)
-		memcpy(dst, s, n);
-	dst[n] = '\0';
-	return cut;
+	dst[o] = '\0';
+	return 0;
 }
 
 static unsigned name_hash(const char *s)

@@ -10,7 +10,8 @@
  * argument. Memory is bounded at creation: STATUSBOARD_RING refusals,
  * STATUSBOARD_LOCKS locks by name (writes of further locks count in the
  * totals and in `untracked`), STATUSBOARD_REASONS reasons per lock (more
- * count as "other"), strings cut to their field. It keeps no secrets: the
+ * count as "other"), strings kept as valid UTF-8 (invalid bytes become
+ * U+FFFD) and cut to their field. It keeps no secrets: the
  * callers pass a client's name or access key, never a credential. It
  * decides nothing and renders nothing (status_render.h does). */
 #ifndef FENCE_STATUSBOARD_H

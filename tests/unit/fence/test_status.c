@@ -1,7 +1,7 @@
 /* test_status.c — the status page's board and renderers
  * (proxy/fence/statusboard.c, status_html.c, status_json.c): the ring of
  * refused writes wraps and keeps the newest, every bound holds (locks,
- * reasons, field lengths cut on a UTF-8 boundary), the series forgets old
+ * reasons, field lengths cut on a UTF-8 boundary, invalid UTF-8 replaced), the series forgets old
  * slots, epochs only go up, HTML escaping over a table of hostile inputs,
  * and the rendered page and JSON carry the board's state with every
  * string from a request escaped. Last, it renders a full board many times
@@ -107,6 +107,13 @@ static void test_bounds(void **state)
 	assert_int_equal(strlen(s->ring[0].resource), STATUSBOARD_RESOURCE_MAX - 2);
 	assert_int_equal(s->ring[0].resource[STATUSBOARD_RESOURCE_MAX - 3], 'a');
 	assert_false(s->ring[1].resource_cut);
+	statusboard_snapshot_free(s);
+	/* keys and holders are kept as valid UTF-8 (the JSON form prints them) */
+	refuse(b, "lock-0", "a\xFF" "b\xC3", "FencingTokenStale", 1, T0);
+	statusboard_note_lock(b, "lock-0", 3, "held", "w\x80x", 0, false, T0);
+	s = statusboard_snapshot(b, T0);
+	assert_string_equal(s->ring[0].resource, "/bkt/a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+	assert_string_equal(s->locks[0].holder, "w\xEF\xBF\xBDx");
 	statusboard_snapshot_free(s);
 	statusboard_free(b);
 }
