@@ -210,6 +210,38 @@ static void put_lease(FILE *out, const struct status_view *v, const struct statu
 	fprintf(out, " <span class=\"age\">(as read %s ago)</span>", span);
 }
 
+/* A lock's writes over the window as two lines in a small SVG: forwarded
+ * (green) and refused (red), scaled to its own busiest slot. */
+static void put_sparkline(FILE *out, const uint32_t *forwarded, const uint32_t *refused)
+{
+	static const char *const colors[] = { "#2e8b57", "#c0392b" };
+	const uint32_t *lines[] = { forwarded, refused };
+	uint32_t max = 0;
+
+	for (size_t i = 0; i < STATUSBOARD_SLOTS; i++) {
+		if (forwarded[i] > max)
+			max = forwarded[i];
+		if (refused[i] > max)
+			max = refused[i];
+	}
+	if (!max) {
+		fputs("<span class=\"none\">—</span>", out);
+		return;
+	}
+	fprintf(out, "<svg class=\"spark\" width=\"%d\" height=\"24\" viewBox=\"0 0 %d 24\">"
+		"<title>busiest %d s: %u writes</title>", 2 * STATUSBOARD_SLOTS,
+		2 * STATUSBOARD_SLOTS, STATUSBOARD_SLOT_MS / 1000, max);
+	for (size_t l = 0; l < 2; l++) {
+		fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+			colors[l]);
+		for (size_t i = 0; i < STATUSBOARD_SLOTS; i++) /* whole pixels: cheap */
+			fprintf(out, "%s%zu,%u", i ? " " : "", 2 * i,
+				22u - (unsigned)(20ull * lines[l][i] / max));
+		fputs("\"/>", out);
+	}
+	fputs("</svg>", out);
+}
+
 static void put_locks(FILE *out, const struct status_view *v)
 {
 	const struct statusboard_snapshot *b = v->board;
@@ -221,7 +253,7 @@ static void put_locks(FILE *out, const struct status_view *v)
 	}
 	fputs("<table><thead><tr><th>lock</th><th>epoch</th><th>state</th><th>holder</th>"
 	      "<th>lease left</th><th>last loaded</th><th>forwarded</th><th>refused</th>"
-	      "</tr></thead><tbody>\n", out);
+	      "<th>last 10 min</th></tr></thead><tbody>\n", out);
 	for (size_t i = 0; i < b->nlocks; i++) {
 		const struct statusboard_lock *l = &b->locks[i];
 
@@ -257,7 +289,9 @@ static void put_locks(FILE *out, const struct status_view *v)
 			esc(out, l->reasons[k].reason);
 			fprintf(out, "</span> %" PRIu64, l->reasons[k].count);
 		}
-		fputs(l->nreasons ? ")</td></tr>\n" : "</td></tr>\n", out);
+		fputs(l->nreasons ? ")</td><td class=\"spark\">" : "</td><td class=\"spark\">", out);
+		put_sparkline(out, l->series_forwarded, l->series_refused);
+		fputs("</td></tr>\n", out);
 	}
 	fputs("</tbody></table>\n", out);
 	if (b->untracked)

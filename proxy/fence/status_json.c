@@ -23,6 +23,21 @@ static void add_str_or_null(cJSON *o, const char *name, const char *s)
 		cJSON_AddNullToObject(o, name);
 }
 
+/* o.series = {"forwarded": [...], "refused": [...]}, oldest first; returns
+ * it (NULL on ENOMEM). */
+static cJSON *add_series(cJSON *o, const uint32_t *forwarded, const uint32_t *refused)
+{
+	cJSON *series = cJSON_AddObjectToObject(o, "series");
+	cJSON *fw = cJSON_AddArrayToObject(series, "forwarded");
+	cJSON *rf = cJSON_AddArrayToObject(series, "refused");
+
+	for (size_t i = 0; fw && rf && i < STATUSBOARD_SLOTS; i++) {
+		cJSON_AddItemToArray(fw, cJSON_CreateNumber(forwarded[i]));
+		cJSON_AddItemToArray(rf, cJSON_CreateNumber(refused[i]));
+	}
+	return series;
+}
+
 static cJSON *process_json(const struct status_view *v)
 {
 	cJSON *p = cJSON_CreateObject();
@@ -97,6 +112,12 @@ static cJSON *lock_json(const struct status_view *v, const struct statusboard_lo
 	by = cJSON_AddObjectToObject(o, "refusedByReason");
 	for (size_t k = 0; by && k < l->nreasons; k++)
 		cJSON_AddNumberToObject(by, l->reasons[k].reason, (double)l->reasons[k].count);
+	for (size_t k = 0; k < STATUSBOARD_SLOTS; k++)
+		if (l->series_forwarded[k] || l->series_refused[k]) {
+			add_series(o, l->series_forwarded, l->series_refused);
+			return o;
+		}
+	cJSON_AddNullToObject(o, "series"); /* no write in the window */
 	return o;
 }
 
@@ -125,7 +146,7 @@ static cJSON *refusal_json(const struct statusboard_refusal *r)
 cJSON *status_json(const struct status_view *v)
 {
 	const struct statusboard_snapshot *b = v->board;
-	cJSON *o = cJSON_CreateObject(), *arr, *w, *series, *fw, *rf;
+	cJSON *o = cJSON_CreateObject(), *arr, *w, *series;
 
 	if (!o)
 		return NULL;
@@ -143,14 +164,8 @@ cJSON *status_json(const struct status_view *v)
 	arr = cJSON_AddArrayToObject(o, "refusedWrites");
 	for (size_t i = 0; arr && i < b->nring; i++)
 		cJSON_AddItemToArray(arr, refusal_json(&b->ring[i]));
-	series = cJSON_AddObjectToObject(o, "series");
+	series = add_series(o, b->series_forwarded, b->series_refused);
 	cJSON_AddNumberToObject(series, "slotMs", STATUSBOARD_SLOT_MS);
 	cJSON_AddNumberToObject(series, "start", (double)b->series_start_ms);
-	fw = cJSON_AddArrayToObject(series, "forwarded");
-	rf = cJSON_AddArrayToObject(series, "refused");
-	for (size_t i = 0; fw && rf && i < STATUSBOARD_SLOTS; i++) {
-		cJSON_AddItemToArray(fw, cJSON_CreateNumber(b->series_forwarded[i]));
-		cJSON_AddItemToArray(rf, cJSON_CreateNumber(b->series_refused[i]));
-	}
 	return o;
 }

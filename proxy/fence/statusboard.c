@@ -17,6 +17,14 @@
 
 #define INDEX_SIZE (STATUSBOARD_LOCKS * 2) /* a power of two, half full at most */
 
+/* Writes per STATUSBOARD_SLOT_MS: slot i holds period period[i]
+ * (now_ms / STATUSBOARD_SLOT_MS), reused when a later period comes. */
+struct series {
+	int64_t period[STATUSBOARD_SLOTS];
+	uint32_t forwarded[STATUSBOARD_SLOTS];
+	uint32_t refused[STATUSBOARD_SLOTS];
+};
+
 struct statusboard {
 	pthread_mutex_t mu;
 	/* the ring: next is where the next refusal goes, n how many are kept */
@@ -26,10 +34,8 @@ struct statusboard {
 	struct statusboard_lock locks[STATUSBOARD_LOCKS];
 	size_t nlocks;
 	uint16_t index[INDEX_SIZE];          /* lock position + 1, 0 empty */
-	/* slot i holds period slot_period[i] (now_ms / STATUSBOARD_SLOT_MS) */
-	int64_t slot_period[STATUSBOARD_SLOTS];
-	uint32_t slot_forwarded[STATUSBOARD_SLOTS];
-	uint32_t slot_refused[STATUSBOARD_SLOTS];
+	struct series all;                   /* every write */
+	struct series lock_series[STATUSBOARD_LOCKS]; /* locks[i]'s */
 };
 
 struct statusboard *statusboard_new(void)
@@ -122,18 +128,39 @@ static void count_reason(struct statusboard_lock *l, const char *reason)
 	l->reasons[i].count++;
 }
 
-/* The series slot of now_ms, cleared when it held an older period. */
-static size_t slot_of(struct statusboard *b, int64_t now_ms)
+/* Counts a write at now_ms in its slot, cleared when it held an older
+ * period. */
+static void series_note(struct series *ser, int64_t now_ms, bool refused)
 {
 	int64_t period = now_ms / STATUSBOARD_SLOT_MS;
 	size_t i = (size_t)(period % STATUSBOARD_SLOTS);
 
-	if (b->slot_period[i] != period) {
-		b->slot_period[i] = period;
-		b->slot_forwarded[i] = 0;
-		b->slot_refused[i] = 0;
+	if (ser->period[i] != period) {
+		ser->period[i] = period;
+		ser->forwarded[i] = 0;
+		ser->refused[i] = 0;
 	}
-	return i;
+	if (refused)
+		ser->refused[i]++;
+	else
+		ser->forwarded[i]++;
+}
+
+/* The window ending in now_ms's slot, oldest first; slots of periods
+ * outside it read 0. */
+static void series_read(const struct series *ser, int64_t now_ms, uint32_t *forwarded,
+			uint32_t *refused)
+{
+	int64_t period = now_ms / STATUSBOARD_SLOT_MS;
+
+	for (size_t k = 0; k < STATUSBOARD_SLOTS; k++) {
+		int64_t p = period - STATUSBOARD_SLOTS + 1 + (int64_t)k;
+		size_t i = (size_t)(p % STATUSBOARD_SLOTS);
+		bool in = p >= 0 && ser->period[i] == p;
+
+		forwarded[k] = in ? ser->forwarded[i] : 0;
+		refused[k] = in ? ser->refused[i] : 0;
+	}
 }
 
 static void push_refusal(struct statusboard *b, const struct statusboard_write *w, int64_t now_ms)
@@ -165,17 +192,17 @@ void statusboard_note_write(struct statusboard *b, const struct statusboard_writ
 			    int64_t now_ms)
 {
 	struct statusboard_lock *l = NULL;
-	size_t slot;
 
 	if (!b || !w)
 		return;
 	pthread_mutex_lock(&b->mu);
 	if (w->lock && w->lock[0] && !(l = lock_row(b, w->lock)))
 		b->untracked++;
-	slot = slot_of(b, now_ms);
+	series_note(&b->all, now_ms, w->reason != NULL);
+	if (l)
+		series_note(&b->lock_series[l - b->locks], now_ms, w->reason != NULL);
 	if (w->reason) {
 		b->refused++;
-		b->slot_refused[slot]++;
 		if (l) {
 			l->refused++;
 			count_reason(l, w->reason);
@@ -183,7 +210,6 @@ void statusboard_note_write(struct statusboard *b, const struct statusboard_writ
 		push_refusal(b, w, now_ms);
 	} else {
 		b->forwarded++;
-		b->slot_forwarded[slot]++;
 		if (l)
 			l->forwarded++;
 	}
@@ -257,15 +283,10 @@ struct statusboard_snapshot *statusboard_snapshot(struct statusboard *b, int64_t
 	s->forwarded = b->forwarded;
 	s->refused = b->refused;
 	s->untracked = b->untracked;
-	for (size_t k = 0; k < STATUSBOARD_SLOTS; k++) {
-		int64_t p = period - STATUSBOARD_SLOTS + 1 + (int64_t)k;
-		size_t i = (size_t)(p % STATUSBOARD_SLOTS);
-
-		if (p >= 0 && b->slot_period[i] == p) {
-			s->series_forwarded[k] = b->slot_forwarded[i];
-			s->series_refused[k] = b->slot_refused[i];
-		}
-	}
+	series_read(&b->all, now_ms, s->series_forwarded, s->series_refused);
+	for (size_t k = 0; k < s->nlocks; k++)
+		series_read(&b->lock_series[k], now_ms, s->locks[k].series_forwarded,
+			    s->locks[k].series_refused);
 	pthread_mutex_unlock(&b->mu);
 	return s;
 }

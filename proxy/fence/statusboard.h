@@ -2,7 +2,7 @@
  * that no other module keeps: the last refused writes (a bounded ring),
  * per lock the writes forwarded and refused by reason since start and the
  * latest state any worker learned of it, and forwarded vs refused writes
- * over the last minutes.
+ * over the last minutes (in all and per lock).
  *
  * One board per process, shared by every event-loop worker (main.c makes
  * it): every call takes the board's mutex for a few copies, never does
@@ -89,6 +89,9 @@ struct statusboard_lock {
 	uint64_t refused;
 	size_t nreasons;             /* the last may be "other" */
 	struct statusboard_reason reasons[STATUSBOARD_REASONS];
+	/* in a snapshot: this lock's writes per slot, as the snapshot's series */
+	uint32_t series_forwarded[STATUSBOARD_SLOTS];
+	uint32_t series_refused[STATUSBOARD_SLOTS];
 };
 
 /* A copy of the board at one instant, owned by the caller. */

@@ -171,6 +171,9 @@ def t_browser(g, state):
     # the chart has one forwarded and one refused bar
     assert any(t == "rect" and a.get("class") == "fwd" for t, a in d.tags)
     assert any(t == "rect" and a.get("class") == "ref" for t, a in d.tags)
+    # and the lock's own line of the last minutes
+    assert "2 writes" in row["spark"] or "1 writes" in row["spark"], row
+    assert sum(1 for t, _ in d.tags if t == "polyline") == 2
 
 
 def t_screenshot(g, state):
@@ -195,6 +198,7 @@ def check_json(doc, state):
     assert lock["lastLoadedAt"] is None or lock["lastLoadedAt"] <= doc["time"], lock
     assert lock["forwarded"] == 1 and lock["refused"] == 1, lock
     assert lock["refusedByReason"] == {"FencingTokenStale": 1}, lock
+    assert sum(lock["series"]["forwarded"]) == 1 and sum(lock["series"]["refused"]) == 1, lock
     assert doc["writes"]["forwarded"] == 1 and doc["writes"]["refused"] == 1, doc["writes"]
     assert len(doc["refusedWrites"]) == 1, doc["refusedWrites"]
     r = doc["refusedWrites"][0]

@@ -21,7 +21,7 @@
 #include "fence/status_render.h"
 #include "fence/statusboard.h"
 
-#define T0 1796500000000LL /* a Unix ms, in a 10 s slot's first half */
+#define T0 1796500005000LL /* a Unix ms, in the middle of a 10 s slot */
 
 static void refuse(struct statusboard *b, const char *lock, const char *key, const char *reason,
 		   uint64_t presented, int64_t at)
@@ -128,10 +128,21 @@ static void test_series_window(void **state)
 	forward(b, "L", T0 + 1);
 	refuse(b, "L", "k", "FencingTokenStale", 1, T0 + 2);
 	forward(b, "L", T0 + STATUSBOARD_SLOT_MS); /* the next slot */
+	refuse(b, "M", "k", "FencingTokenMissing", 1, T0 + STATUSBOARD_SLOT_MS);
 	s = statusboard_snapshot(b, T0 + STATUSBOARD_SLOT_MS);
 	assert_int_equal(s->series_forwarded[STATUSBOARD_SLOTS - 1], 1);
+	assert_int_equal(s->series_refused[STATUSBOARD_SLOTS - 1], 1);
 	assert_int_equal(s->series_forwarded[STATUSBOARD_SLOTS - 2], 2);
 	assert_int_equal(s->series_refused[STATUSBOARD_SLOTS - 2], 1);
+	/* per lock: L's and M's apart */
+	assert_string_equal(s->locks[0].name, "L");
+	assert_int_equal(s->locks[0].series_forwarded[STATUSBOARD_SLOTS - 2], 2);
+	assert_int_equal(s->locks[0].series_refused[STATUSBOARD_SLOTS - 2], 1);
+	assert_int_equal(s->locks[0].series_forwarded[STATUSBOARD_SLOTS - 1], 1);
+	assert_int_equal(s->locks[0].series_refused[STATUSBOARD_SLOTS - 1], 0);
+	assert_string_equal(s->locks[1].name, "M");
+	assert_int_equal(s->locks[1].series_refused[STATUSBOARD_SLOTS - 1], 1);
+	assert_int_equal(s->locks[1].series_forwarded[STATUSBOARD_SLOTS - 2], 0);
 	assert_int_equal(s->series_start_ms % STATUSBOARD_SLOT_MS, 0);
 	statusboard_snapshot_free(s);
 	/* a whole window later: T0's slot is out (it reads 0 though it was
@@ -141,6 +152,8 @@ static void test_series_window(void **state)
 	for (size_t i = 1; i < STATUSBOARD_SLOTS; i++)
 		assert_int_equal(s->series_forwarded[i] + s->series_refused[i], 0);
 	assert_int_equal(s->forwarded, 3); /* totals are since start */
+	assert_int_equal(s->locks[0].series_forwarded[0], 1);
+	assert_int_equal(s->locks[0].series_refused[STATUSBOARD_SLOTS - 1], 0);
 	statusboard_snapshot_free(s);
 	/* a slot reused by a later period starts from 0 */
 	forward(b, "L", T0 + (int64_t)STATUSBOARD_SLOTS * STATUSBOARD_SLOT_MS);
@@ -284,6 +297,8 @@ static void test_html_page(void **state)
 	assert_non_null(strstr(html, "<svg"));
 	assert_non_null(strstr(html, "class=\"ref\""));
 	assert_non_null(strstr(html, "class=\"fwd\""));
+	assert_non_null(strstr(html, "<svg class=\"spark\""));   /* the lock's own line */
+	assert_non_null(strstr(html, "<polyline"));
 	assert_null(strstr(html, "src=")); /* nothing fetched */
 	assert_null(strstr(html, "<link"));
 	assert_null(strstr(html, "url("));
@@ -318,6 +333,9 @@ static void test_json_form(void **state)
 	assert_int_equal(cJSON_GetObjectItem(l, "forwarded")->valuedouble, 1);
 	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(l, "refusedByReason"),
 					     "FencingTokenStale")->valuedouble, 1);
+	text = cJSON_GetObjectItem(cJSON_GetObjectItem(l, "series"), "refused");
+	assert_int_equal(cJSON_GetArraySize(text), STATUSBOARD_SLOTS);
+	assert_int_equal(cJSON_GetArrayItem(text, STATUSBOARD_SLOTS - 1)->valuedouble, 1);
 	r = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "refusedWrites"), 0);
 	assert_string_equal(cJSON_GetObjectItem(r, "reason")->valuestring, "FencingTokenStale");
 	assert_string_equal(cJSON_GetObjectItem(r, "client")->valuestring, HOSTILE);
@@ -391,7 +409,7 @@ static void test_render_cost(void **state)
 		cJSON_Delete(o);
 	}
 	t_json = (now_s() - t0) / n;
-	printf("render cost (100 locks, %d refusals, sanitizer build): snapshot %.1f us, "
+	printf("render cost (100 locks, %d refusals): snapshot %.1f us, "
 	       "HTML %.1f us (%zu bytes), JSON %.1f us (%zu bytes)\n", STATUSBOARD_RING,
 	       t_snap * 1e6, t_html * 1e6, len, t_json * 1e6, jlen);
 	statusboard_snapshot_free(s);
