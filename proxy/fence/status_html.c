@@ -169,7 +169,7 @@ static const char STYLE[] =
 	".warn{color:#8a5a00;font-weight:600}.reason{color:#b3261e}"
 	"dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px;margin:0}"
 	"dt{color:#556}dd{margin:0}.cols{display:grid;grid-template-columns:1fr 1fr;gap:0 3em}"
-	".legend{margin:0}.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}";
+	"td.name code,time,td.forwarded,td.refused b{white-space:nowrap}.legend{margin:0}.legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}";
 
 static void put_head(FILE *out, const struct status_view *v)
 {
