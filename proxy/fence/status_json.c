@@ -1,6 +1,6 @@
 /* status_json.c — the status page's JSON form (GET /_fence/status with
  * Accept: application/json or ?format=json): the same view as the HTML
- * page, field by field as the README's "Status page" section documents.
+ * page, field by field as the README's "The status page" section documents.
  * Times are Unix milliseconds, unknown values null. It gathers nothing
  * (lockapi_status.c does); cJSON escapes the strings. */
 #include "status_render.h"

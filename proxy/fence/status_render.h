@@ -71,8 +71,9 @@ struct status_view {
  * frees it), its length in *len; NULL on ENOMEM. */
 char *status_html(const struct status_view *v, size_t *len);
 
-/* The JSON form (README "Status page"). Returns a new object the caller
- * deletes with cJSON_Delete, or NULL on ENOMEM. */
+/* The JSON form (README "The status page"). Returns a new object the
+ * caller deletes with cJSON_Delete, or NULL when it cannot be made (under
+ * memory pressure a member may be missing from the object returned). */
 cJSON *status_json(const struct status_view *v);
 
 /* Writes s into out (outlen > 0, always terminated) with & < > " '

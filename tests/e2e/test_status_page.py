@@ -11,7 +11,8 @@ intact), the refused write with its reason and epochs; a screenshot is
 saved. The JSON form (?format=json and Accept: application/json, asked
 several times so that every worker answers) agrees with the DOM. With
 authentication on, the page needs a signed request from a client with
-"admin" on "/". If chromium is missing the browser checks fail.
+"admin" on "/". In HTTP mode the page shows the request path. If chromium
+is missing the browser checks fail.
 
 Set STATUS_SCREENSHOT=FILE.png to keep the screenshot (docs/status-page.png
 was made that way)."""
@@ -279,6 +280,45 @@ def t_auth(_g, _state):
         g.close()
 
 
+def t_http_mode(_g, _state):
+    """HTTP mode (any HTTP API downstream): a forwarded write reaches the
+    downstream, a write without a token does not; the page lists the lock
+    and the refusal with the request path."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_httpmode import Recorder
+    rec = Recorder()
+    store = tempfile.mkdtemp(prefix="fencegate-status-locks-")
+    g = None
+    try:
+        g = Fencegate("--mode", "http", "--upstream", rec.url, "--lock-store",
+                      "file://" + store, data=False)
+        st, _, body = request(g.url + "/_fence/locks/jobs/acquire", "POST",
+                              json.dumps({"holder": "scheduler-1"}).encode())
+        assert st == 200, body
+        epoch = json.loads(body)["epoch"]
+        st, _, _ = request(g.url + "/api/run/1", "PUT", b"x",
+                           {"X-Fencing-Lock": "jobs", "X-Fencing-Token": str(epoch)})
+        assert st == 200 and rec.wait_seen("/api/run/1"), st
+        st, _, body = request(g.url + "/api/run/2", "PUT", b"x", {"X-Fencing-Lock": "jobs"})
+        assert st == 428 and b"FencingTokenMissing" in body, (st, body)
+        assert not rec.seen("/api/run/2")
+        st, _, body = request(g.url + "/_fence/status?format=json")
+        assert st == 200, st
+        doc = json.loads(body)
+        lock = [x for x in doc["locks"] if x["lock"] == "jobs"][0]
+        assert lock["epoch"] == epoch and lock["holder"] == "scheduler-1", lock
+        assert lock["forwarded"] == 1 and lock["refusedByReason"] == {"FencingTokenMissing": 1}
+        r = doc["refusedWrites"][0]
+        assert r["resource"] == "/api/run/2" and r["presentedEpoch"] is None, r
+        assert r["currentEpoch"] == epoch, r
+        assert store.encode() not in body  # the lock store's path is not shown
+    finally:
+        if g:
+            g.close()
+        rec.close()
+        shutil.rmtree(store, ignore_errors=True)
+
+
 def main():
     runner = Runner("test_status_page")
     g = Fencegate()
@@ -290,6 +330,7 @@ def main():
         runner.check("chromium screenshot", t_screenshot, g, state)
         runner.check("the JSON form agrees with the page", t_json, g, state)
         runner.check("with authentication: admin on / and a signature", t_auth, g, state)
+        runner.check("HTTP mode: the lock and the refused path", t_http_mode, g, state)
     finally:
         g.close()
     return runner.finish()
