@@ -2,10 +2,11 @@
  *
  * Takes the command line (cli.c; DESIGN.md "Command line"), makes what the
  * event-loop workers share (metrics, lock high-water marks, the multipart
- * table, the status board, the pool of store threads), builds the workers (workers.c: each
- * its proxy and handlers — lock API, fencing, and without --upstream the
- * embedded S3 store — and its listeners), and runs until SIGTERM/SIGINT,
- * then drains requests in flight on every worker (bounded) and exits 0.
+ * table, the status board, the pool of store threads), builds the workers
+ * (workers.c: each its proxy and handlers — lock API, fencing, and without
+ * --upstream the embedded S3 store — and its listeners), and runs until
+ * SIGTERM/SIGINT, then drains requests in flight on every worker (bounded)
+ * and exits 0.
  * SIGHUP reloads, SIGUSR1 reopens the log files; signals are handled here,
  * on the main thread (worker 0's loop), only. Wiring and printing only:
  * requests are proxy.c's and the handlers'. */
