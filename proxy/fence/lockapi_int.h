@@ -1,7 +1,7 @@
-/* lockapi_int.h — what the lock HTTP API's two files share (lockapi.c:
- * the lock endpoints and the router; lockapi_health.c: the backend
- * self-test, the upstream probe, /_fence/health and /_fence/metrics).
- * Internal to proxy/fence/lockapi*.c. */
+/* lockapi_int.h — what the lock HTTP API's files share (lockapi.c: the
+ * lock endpoints and the router; lockapi_health.c: the backend self-test,
+ * the upstream probe, /_fence/health and /_fence/metrics; lockapi_status.c:
+ * /_fence/status). Internal to proxy/fence/lockapi*.c. */
 #ifndef FENCE_LOCKAPI_INT_H
 #define FENCE_LOCKAPI_INT_H
 
