@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages fencegate needs to build and test, only those
 # that are missing. Run by `make` before it builds; safe to run again.
-# The test set also installs the JavaScript SDK the client suite drives
+# The test set includes chromium: tests/e2e/test_status_page.py loads the
+# status page in it, headless. The test set also installs the JavaScript SDK the client suite drives
 # (tests/js/package.json, unpinned) into tests/js/node_modules with npm.
 # Usage: deploy/install-deps.sh [build|test|bench]
 set -eu
@@ -23,9 +24,10 @@ js_sdk() {
 build="gcc make pkg-config libevent-dev libcurl4-openssl-dev libssl-dev
 libcjson-dev libexpat1-dev libhttp-parser-dev"
 # python3-wheel (+ pip, setuptools): the lock/python wheel is built offline
-# with Debian's python3 (tests/e2e/clientpkg.py)
+# with Debian's python3 (tests/e2e/clientpkg.py); chromium: the status page's
+# browser test
 test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone groff-base
-python3-pip python3-setuptools python3-wheel"
+python3-pip python3-setuptools python3-wheel chromium"
 bench="nginx-light haproxy wrk"
 
 want=$build

@@ -2,10 +2,11 @@
  *
  * Takes the command line (cli.c; DESIGN.md "Command line"), makes what the
  * event-loop workers share (metrics, lock high-water marks, the multipart
- * table, the pool of store threads), builds the workers (workers.c: each
- * its proxy and handlers — lock API, fencing, and without --upstream the
- * embedded S3 store — and its listeners), and runs until SIGTERM/SIGINT,
- * then drains requests in flight on every worker (bounded) and exits 0.
+ * table, the status board, the pool of store threads), builds the workers
+ * (workers.c: each its proxy and handlers — lock API, fencing, and without
+ * --upstream the embedded S3 store — and its listeners), and runs until
+ * SIGTERM/SIGINT, then drains requests in flight on every worker (bounded)
+ * and exits 0.
  * SIGHUP reloads, SIGUSR1 reopens the log files; signals are handled here,
  * on the main thread (worker 0's loop), only. Wiring and printing only:
  * requests are proxy.c's and the handlers'. */
@@ -28,6 +29,7 @@
 #include "fence/lockmarks.h"
 #include "fence/lockreg.h"
 #include "fence/multipart.h"
+#include "fence/statusboard.h"
 #include "http/jobs.h"
 #include "http/listen.h"
 #include "http/proxy.h"
@@ -49,6 +51,7 @@ struct runtime {
 	struct fencegate_metrics metrics;
 	struct lockmarks *marks;    /* with several workers */
 	struct multipart_table *uploads; /* with several workers */
+	struct statusboard *board;  /* /_fence/status */
 	struct policy *policy;      /* the running configuration */
 	const char *config_path;    /* NULL: flags, nothing to reload */
 	int log_level_flag;         /* --log-level wins over the file */
@@ -261,6 +264,8 @@ static int build_shared(struct runtime *rt, const struct options *o, SSL_CTX *tl
 		snprintf(err, errlen, "cannot start %d store threads", rt->store_threads);
 		return -1;
 	}
+	if (!(rt->board = statusboard_new()))
+		goto nomem;
 	if (rt->nworkers > 1) {
 		rt->marks = lockmarks_new(LOCKREG_DEFAULT_MAX_LOCKS);
 		rt->uploads = multipart_new(10000);
@@ -271,7 +276,7 @@ static int build_shared(struct runtime *rt, const struct options *o, SSL_CTX *tl
 		.o = o, .config_path = rt->config_path, .cfg = &rt->cfg,
 		.metrics = &rt->metrics, .marks = rt->marks, .uploads = rt->uploads,
 		.pool = rt->pool, .store_threads = rt->store_threads, .access_log = &rt->logs,
-		.tls = tls,
+		.tls = tls, .board = rt->board,
 	};
 	if (rt->nworkers > 1 && pol->limits.max_connections > 0) {
 		char why[512];
@@ -327,6 +332,8 @@ static void teardown(struct runtime *rt)
 	rt->pool = NULL;
 	multipart_free(rt->uploads);
 	lockmarks_free(rt->marks);
+	statusboard_free(rt->board);
+	rt->board = NULL;
 	fencegate_metrics_free(&rt->metrics);
 	logfiles_close(&rt->logs);
 }

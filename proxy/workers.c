@@ -115,6 +115,7 @@ static int locks_config(struct worker *w, const struct policy *pol, const char *
 	lc->self_test = upstream != NULL;
 	lc->metrics = sh->metrics;
 	lc->marks = sh->marks;
+	lc->board = sh->board;
 	if (pol->mode != POLICY_MODE_HTTP)
 		return 0;
 	/* the upstream is not S3: locks live in the lock store(s) */
@@ -228,6 +229,7 @@ static int worker_build(struct worker *w, struct policy *pol, struct proxy_confi
 	fc.barrier_grace_ms = sh->o->barrier_grace_ms;
 	fc.base = w->base;
 	fc.uploads = sh->uploads;
+	fc.board = sh->board;
 	if (pol->limits.objcache_entries > 0)
 		fc.objcache_capacity = (size_t)pol->limits.objcache_entries;
 	w->fencing = fencing_new(&fc, err, errlen);
@@ -245,6 +247,7 @@ static int worker_build(struct worker *w, struct policy *pol, struct proxy_confi
 	ac.locks = w->locks;
 	ac.fencing = w->fencing;
 	ac.metrics = sh->metrics;
+	ac.board = sh->board;
 	self_test_config(w, pol, data_abs, &ac, url, sizeof(url));
 	if (w->set->fleet.needed > 1)
 		ac.fleet = &w->set->fleet;

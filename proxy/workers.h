@@ -7,8 +7,8 @@
  * handles the signals (main.c); the others run on threads of their own,
  * with every signal blocked. What the workers share is made once by the
  * caller (struct workers_shared) and outlives them: the metrics registry,
- * the lock high-water marks, the multipart table and the pool of store
- * threads.
+ * the lock high-water marks, the multipart table, the status board and the
+ * pool of store threads.
  *
  * Commands from the main thread (reload, drain, stop) reach a worker
  * through an event activated on its loop; the worker carries them out on
@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "fence/lockmarks.h"
+#include "fence/statusboard.h"
 #include "http/jobs.h"
 #include "http/proxy.h"
 #include "ops/logfile.h"
@@ -43,6 +44,7 @@ struct workers_shared {
 	int store_threads;                /* the pool's threads */
 	struct logfiles *access_log;      /* the access log (buffered, thread-safe) */
 	SSL_CTX *tls;                     /* TLS on every listener; NULL: none */
+	struct statusboard *board;        /* the status page's (/_fence/status) */
 };
 
 /* n workers (1..64) over pol (each holds its own reference); worker 0's

@@ -22,6 +22,7 @@
 #include "ops/logfile.h"
 #include "policy/policy.h"
 #include "wire/decimal.h"
+#include "wire/method.h"
 #include "wire/s3err.h"
 
 static void freq_free(void *arg)
@@ -87,6 +88,8 @@ enum proxy_action fencing_reply_error(struct freq *fr, int status, const char *c
 		body = s3err_xml_dup(&e, &len);
 	if (status == 409 || status == 428 || status == 400)
 		count_rejection(fr->f, code);
+	if (status == 409 || status == 428 || status == 400 || status == 403)
+		fr->refusal = code; /* the status page's reason */
 	if (has_epoch) {
 		decimal_u64(num, epoch);
 		front_hdrs_add(&h, "X-Fencing-Epoch", num);
@@ -409,6 +412,23 @@ static void write_log(struct fencing *f, const struct proxy_summary *s, const ch
 	}
 }
 
+/* The status page's count of a decided write: refused (with its reason),
+ * or forwarded by the verdict. Reads and undecided requests are not. */
+static void note_status(const struct freq *fr, const struct proxy_summary *s)
+{
+	bool forwarded = fr->verdict && strcmp(fr->verdict, "forward") == 0;
+
+	if (!fr->f->board || method_is_read(s->method) || (!fr->refusal && !forwarded))
+		return;
+	statusboard_note_write(fr->f->board, &(struct statusboard_write){
+		.lock = fr->lock ? fr->lock->name : NULL,
+		.client = s->principal ? s->principal : s->peer,
+		.method = s->method, .bucket = fr->bucket, .key = fr->key,
+		.has_presented = fr->token.status == TOKEN_OK, .presented = fr->token.epoch,
+		.has_current = fr->has_current, .current = fr->current,
+		.reason = fr->refusal }, lockreg_wall_ms());
+}
+
 static void req_done(const struct proxy_summary *s, void *arg)
 {
 	struct freq *fr = arg;
@@ -422,6 +442,7 @@ static void req_done(const struct proxy_summary *s, void *arg)
 		  fr->lock ? fr->lock->name : NULL,
 		  fr->token.status == TOKEN_OK ? fr->token.epoch : 0, fr->has_current,
 		  fr->current, fr->verdict, fr->t_start_ms);
+	note_status(fr, s);
 }
 
 void fencing_log_request(struct fencing *f, const struct proxy_summary *s, const char *lock,
@@ -458,6 +479,7 @@ struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t 
 	f->access_log = cfg->access_log;
 	f->http_mode = cfg->http_mode;
 	f->base = cfg->base;
+	f->board = cfg->board;
 	f->barrier_timeout_ms = cfg->barrier_timeout_ms > 0 ? cfg->barrier_timeout_ms : 5000;
 	f->barrier_grace_ms = cfg->barrier_grace_ms ? cfg->barrier_grace_ms : 2000;
 	if (f->http_mode && !f->base) {

@@ -66,6 +66,8 @@ struct fencing_config {
 					 * client gone) stays in flight this
 					 * long after its upstream connection
 					 * closed; 0: 2000, < 0: none */
+	struct statusboard *board;      /* every decided write is counted there
+					 * (the status page); NULL: none */
 };
 
 /* Returns NULL with a message in err. Strings are copied; locks, jobs and

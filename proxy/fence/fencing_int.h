@@ -57,6 +57,7 @@ struct fencing {
 	long barrier_timeout_ms;
 	long barrier_grace_ms;
 	struct policy *policy;         /* NULL: no config (lock from X-Fencing-Lock) */
+	struct statusboard *board;     /* NULL: none */
 };
 
 /* One request's fencing state (the req's ctx). */
@@ -106,6 +107,8 @@ struct freq {
 	struct event *barrier_timer;
 	/* log */
 	const char *verdict;
+	const char *refusal;           /* the error code a refused write got
+				        * (static string); NULL: not refused */
 	bool has_current;
 	uint64_t current;
 	int64_t t_start_ms;

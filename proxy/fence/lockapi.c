@@ -542,6 +542,9 @@ enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg)
 	if (strcmp(path, "/_fence/metrics") == 0)
 		return is_get ? lockapi_metrics_page(api, req)
 			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "metrics answer GET");
+	if (strcmp(path, "/_fence/status") == 0)
+		return is_get ? lockapi_status_page(api, req)
+			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "status answers GET");
 	if (strcmp(path, "/_fence/locks") == 0 || strcmp(path, "/_fence/locks/") == 0)
 		return is_get ? list_locks(api, req)
 			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "the list answers GET");
@@ -621,6 +624,7 @@ struct lockapi *lockapi_new(const struct lockapi_config *cfg, char *err, size_t 
 	api->authz = cfg->authz;
 	api->st_cfg = cfg->self_test;
 	api->fleet = cfg->fleet;
+	api->board = cfg->board;
 	if ((cfg->self_test.url && !(api->st_url = strdup(cfg->self_test.url))) ||
 	    (cfg->self_test.endpoint && !(api->st_endpoint = strdup(cfg->self_test.endpoint))) ||
 	    (cfg->self_test.region && !(api->st_region = strdup(cfg->self_test.region))))

@@ -20,6 +20,7 @@
 #include "http/proxy.h"
 #include "lock/store.h"
 #include "s3/authz.h"
+#include "statusboard.h"
 
 struct lockapi;
 
@@ -40,6 +41,8 @@ struct lockapi_config {
 					 * releasing a lease another client took
 					 * needs "break" (authz_may_break); NULL:
 					 * no such check */
+	struct statusboard *board;      /* the process's status board, shown at
+					 * /_fence/status; NULL: no status page */
 };
 
 /* The self-test outcomes of the event-loop workers' lock APIs, shared by
@@ -61,8 +64,8 @@ int lockapi_start_self_test(struct lockapi *api);
 /* 1 once the self-test passed (or none is configured). */
 int lockapi_healthy(const struct lockapi *api);
 
-/* proxy_handler.on_request: answers /_fence/health, /_fence/metrics and
- * /_fence/locks...; PASSes everything else. */
+/* proxy_handler.on_request: answers /_fence/health, /_fence/metrics,
+ * /_fence/status and /_fence/locks...; PASSes everything else. */
 enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg);
 
 /* Call after jobs_free(). Accepts NULL. Pending acquire retry timers are

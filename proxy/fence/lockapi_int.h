@@ -1,7 +1,7 @@
-/* lockapi_int.h — what the lock HTTP API's two files share (lockapi.c:
- * the lock endpoints and the router; lockapi_health.c: the backend
- * self-test, the upstream probe, /_fence/health and /_fence/metrics).
- * Internal to proxy/fence/lockapi*.c. */
+/* lockapi_int.h — what the lock HTTP API's files share (lockapi.c: the
+ * lock endpoints and the router; lockapi_health.c: the backend self-test,
+ * the upstream probe, /_fence/health and /_fence/metrics; lockapi_status.c:
+ * /_fence/status). Internal to proxy/fence/lockapi*.c. */
 #ifndef FENCE_LOCKAPI_INT_H
 #define FENCE_LOCKAPI_INT_H
 
@@ -37,6 +37,7 @@ struct lockapi {
 	bool probing;
 	bool upstream_down;
 	char upstream_err[320];
+	struct statusboard *board;   /* NULL: no status page */
 };
 
 #define UPSTREAM_PROBE_MS 5000
@@ -55,5 +56,7 @@ void lockapi_set_epoch_metric(struct lockapi *api, struct lockreg_entry *e);
 /* GET /_fence/health and GET /_fence/metrics (lockapi_health.c). */
 enum proxy_action lockapi_health_page(struct lockapi *api, struct proxy_req *req);
 enum proxy_action lockapi_metrics_page(struct lockapi *api, struct proxy_req *req);
+/* GET /_fence/status, HTML or JSON (lockapi_status.c). */
+enum proxy_action lockapi_status_page(struct lockapi *api, struct proxy_req *req);
 
 #endif

@@ -44,6 +44,7 @@ struct lockreg {
 	bool self_test;
 	struct fencegate_metrics *metrics;
 	struct lockmarks *marks;   /* shared with other workers; not owned */
+	struct statusboard *board; /* shared; not owned */
 	struct lockreg_entry *table[LOCKREG_HASH_SIZE]; /* chained by hnext */
 	struct lockreg_entry *first, *last;
 	size_t count;
@@ -88,6 +89,16 @@ int lockreg_raise(struct lockreg_entry *e, uint64_t epoch)
 	return raise_local(e, epoch);
 }
 
+/* What e knows of its lock's state, for the status page (loaded: it
+ * comes from a load of the lock's files). */
+static void publish(const struct lockreg_entry *e, bool loaded)
+{
+	if (e->reg && e->reg->board)
+		statusboard_note_lock(e->reg->board, e->name, e->state_epoch,
+				      lock_state_name(e->state), e->holder, e->lease_end_ms, loaded,
+				      lockreg_wall_ms());
+}
+
 int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
 		 int64_t lease_end_ms, const char *holder, int64_t ttl_ms)
 {
@@ -99,6 +110,7 @@ int lockreg_note(struct lockreg_entry *e, uint64_t epoch, enum lock_state state,
 		e->lease_end_ms = lease_end_ms;
 		e->ttl_ms = ttl_ms;
 		snprintf(e->holder, sizeof(e->holder), "%s", holder ? holder : "");
+		publish(e, false);
 	}
 	if (state == LOCK_STATE_RELEASED && epoch > e->released_epoch)
 		e->released_epoch = epoch;
@@ -182,6 +194,7 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 	r->self_test = cfg->self_test;
 	r->metrics = cfg->metrics;
 	r->marks = cfg->marks;
+	r->board = cfg->board;
 	if (fail)
 		goto nomem;
 	if (r->lock_store &&
@@ -624,10 +637,13 @@ static void load_done(struct lockreg_entry *e, void *arg)
 		e->load_failed = false;
 		e->load_no_bucket = false;
 		e->last_refresh_ms = e->load_started_ms;
+		publish(e, true);
 	} else {
 		e->load_failed = true;
 		e->load_no_bucket = j->no_bucket;
 		snprintf(e->load_err, sizeof(e->load_err), "%s", j->err);
+		if (e->reg->board)
+			statusboard_note_load_failed(e->reg->board, e->name, lockreg_wall_ms());
 	}
 	free(j);
 	pull_mark(e);

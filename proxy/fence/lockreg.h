@@ -30,6 +30,7 @@
 
 #include "barrier.h"
 #include "lockmarks.h"
+#include "statusboard.h"
 #include "http/jobs.h"
 #include "lock/lock.h"
 #include "lock/store.h"
@@ -77,6 +78,9 @@ struct lockreg_config {
 	struct lockmarks *marks;  /* the marks shared with the other event-loop
 				   * workers' registries (lockmarks.h); NULL:
 				   * this registry's own only */
+	struct statusboard *board; /* what it learns of a lock's state is
+				   * published there for the status page; NULL:
+				   * not published */
 };
 
 struct lockreg_entry {

@@ -271,6 +271,20 @@ LOCKED_UPDATE(metrics_set)
 LOCKED_UPDATE(metrics_observe)
 
 /* A float as Prometheus reads it: shortest of %.15g/%.17g that round-trips. */
+int metrics_each(struct metrics_family *f, metrics_each_fn fn, void *arg)
+{
+	int n;
+
+	if (!f || f->type == METRICS_HISTOGRAM)
+		return -1;
+	pthread_mutex_lock(&f->registry->mu);
+	for (size_t i = 0; i < f->nseries; i++)
+		fn((const char *const *)f->series[i].values, f->series[i].value, arg);
+	n = (int)f->nseries;
+	pthread_mutex_unlock(&f->registry->mu);
+	return n;
+}
+
 static void fmt_value(char *buf, size_t len, double v)
 {
 	if (isnan(v)) {

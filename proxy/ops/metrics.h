@@ -54,6 +54,13 @@ int metrics_add(struct metrics_family *f, const char *const *values, double v);
 int metrics_set(struct metrics_family *f, const char *const *values, double v);
 int metrics_observe(struct metrics_family *f, const char *const *values, double v);
 
+/* Calls fn(values, value, arg) for every series of a counter or gauge
+ * family, in creation order, under the registry's mutex (fn must not touch
+ * the registry). Returns the number of series, or -1 for a histogram or a
+ * NULL family. */
+typedef void (*metrics_each_fn)(const char *const *values, double value, void *arg);
+int metrics_each(struct metrics_family *f, metrics_each_fn fn, void *arg);
+
 /* Renders every family (in registration order, series in creation order)
  * with # HELP and # TYPE lines. Returns a malloc'd NUL-terminated buffer the
  * caller frees with free(), its length in *len (may be NULL); NULL on ENOMEM.

@@ -237,6 +237,12 @@ static int check_access(struct authz *a, const struct policy *pol, const struct 
 			       "the lock API needs an authenticated client");
 			return -1;
 		}
+		if (strcmp(dpath, "/_fence/status") == 0 &&
+		    !policy_client_allows(c, "/", POLICY_ACT_ADMIN)) {
+			refuse(a, req, 403, "AccessDenied",
+			       "the status page needs the \"admin\" permission on \"/\"");
+			return -1;
+		}
 		if (strncmp(dpath, "/_fence/locks/", 14) == 0 && !read) {
 			size_t n = strcspn(dpath + 14, "/");
 

@@ -10,7 +10,8 @@
  * (Authorization: Bearer …), the same permission model, JSON errors; the
  * token is not forwarded. With no clients in the policy authentication is
  * off (the policy allows that only on loopback). /_fence/health and
- * /_fence/metrics are always open. It decides nothing about fencing. */
+ * /_fence/metrics are always open; /_fence/status needs an authenticated
+ * client with "admin" on "/". It decides nothing about fencing. */
 #ifndef FENCE_AUTHZ_H
 #define FENCE_AUTHZ_H
 

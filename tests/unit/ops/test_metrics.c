@@ -164,6 +164,50 @@ static void test_series_cap(void **state)
 	metrics_free(m);
 }
 
+struct seen {
+	char names[4][16];
+	double values[4];
+	int n;
+};
+
+static void collect_series(const char *const *values, double value, void *arg)
+{
+	struct seen *s = arg;
+
+	snprintf(s->names[s->n], sizeof(s->names[0]), "%s", values[0]);
+	s->values[s->n++] = value;
+}
+
+/* metrics_each reads every series of a counter in creation order (the
+ * status page's lock-store errors), refuses histograms and NULL. */
+static void test_each(void **state)
+{
+	static const char *const labels[] = { "op" };
+	static const double bounds[] = { 1.0 };
+	struct metrics *m = metrics_new();
+	struct metrics_family *errs, *hist;
+	struct seen seen = {0};
+
+	(void)state;
+	errs = metrics_register(m, METRICS_COUNTER, "t_errors_total", "Errors.", 1, labels, NULL, 0);
+	hist = metrics_register(m, METRICS_HISTOGRAM, "t_seconds", "Time.", 0, NULL, bounds, 1);
+	assert_int_equal(metrics_each(errs, collect_series, &seen), 0);
+	assert_int_equal(seen.n, 0);
+	metrics_add(errs, (const char *[]){ "load" }, 2);
+	metrics_add(errs, (const char *[]){ "acquire" }, 1);
+	metrics_add(errs, (const char *[]){ "load" }, 1);
+	assert_int_equal(metrics_each(errs, collect_series, &seen), 2);
+	assert_int_equal(seen.n, 2);
+	assert_string_equal(seen.names[0], "load");
+	assert_true(seen.values[0] == 3.0);
+	assert_string_equal(seen.names[1], "acquire");
+	assert_true(seen.values[1] == 1.0);
+	assert_int_equal(metrics_each(hist, collect_series, &seen), -1);
+	assert_int_equal(metrics_each(NULL, collect_series, &seen), -1);
+	assert_int_equal(seen.n, 2);
+	metrics_free(m);
+}
+
 static void test_fencegate_families(void **state)
 {
 	struct fencegate_metrics fm;
@@ -436,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_histogram),
 		cmocka_unit_test(test_invalid_uses),
 		cmocka_unit_test(test_series_cap),
+		cmocka_unit_test(test_each),
 		cmocka_unit_test(test_fencegate_families),
 		cmocka_unit_test(test_s3err_xml),
 		cmocka_unit_test(test_s3err_xml_long),
