@@ -14,6 +14,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,7 @@ struct runtime {
 	struct policy *policy;      /* the running configuration */
 	const char *config_path;    /* NULL: flags, nothing to reload */
 	int log_level_flag;         /* --log-level wins over the file */
-	long long limits_at_start;  /* limits.header_bytes, to notice a change */
+	struct policy_limits limits_at_start; /* in force until a restart */
 	struct proxy_config cfg;
 	struct logfiles logs;       /* access log and error log files */
 	long drain_ms;
@@ -118,6 +119,34 @@ static const char *reload_blocker(const struct policy *cur, const struct policy 
 	return NULL;
 }
 
+/* The limits are the sockets' and loops' own, set when they were made:
+ * a reload takes none of them. Each one that changed is named, with the
+ * value kept until a restart (never "reloaded" while one is ignored). */
+static void warn_limits_kept(const struct policy_limits *cur, const struct policy_limits *next)
+{
+#define LIMIT(k) { "limits." #k, offsetof(struct policy_limits, k) }
+	static const struct {
+		const char *name;
+		size_t off;
+	} keys[] = {
+		LIMIT(header_bytes), LIMIT(header_count), LIMIT(url_bytes),
+		LIMIT(idle_timeout_ms), LIMIT(header_timeout_ms), LIMIT(body_timeout_ms),
+		LIMIT(send_timeout_ms), LIMIT(body_min_rate), LIMIT(max_connections),
+		LIMIT(replay_bytes), LIMIT(upstream_connect_timeout_ms), LIMIT(upstream_timeout_ms),
+		LIMIT(upstream_total_timeout_ms), LIMIT(drain_timeout_ms),
+		LIMIT(refresh_interval_ms), LIMIT(objcache_entries),
+	};
+#undef LIMIT
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		long long a = *(const long long *)(const void *)((const char *)cur + keys[i].off);
+		long long b = *(const long long *)(const void *)((const char *)next + keys[i].off);
+
+		if (a != b)
+			log_warn("reload: %s changed from %lld to %lld; it applies after a restart, "
+				 "%lld until then", keys[i].name, a, b, a);
+	}
+}
+
 /* SIGHUP: load and check the file first; only a good one replaces the
  * running policy (clients, permissions, TLS certificates, log level) in
  * every worker. Requests in flight keep what they already decided.
@@ -157,10 +186,11 @@ static int try_reload(struct runtime *rt)
 	}
 	if (!rt->log_level_flag && log_parse_level(next->log.level, &level) == 0)
 		log_set_level(level);
-	snprintf(msg, sizeof(msg), "reloaded \"%s\": \"%zu\" clients, \"%zu\" routes%s%s",
+	snprintf(msg, sizeof(msg), "reloaded \"%s\": %zu clients, %zu routes%s%s",
 		 rt->config_path, next->nclients, next->nroutes,
 		 next->tls.enabled ? ", tls certificate re-read" : "",
 		 rt->nworkers > 1 ? ", on every worker" : "");
+	warn_limits_kept(&rt->limits_at_start, &next->limits); /* before "reloaded" */
 	/* logged by the last worker to take it */
 	workers_reload(rt->workers, next, tls, msg);
 	SSL_CTX_free(tls); /* the front ends hold their own references */
@@ -169,8 +199,6 @@ static int try_reload(struct runtime *rt)
 		log_warn("reload: changed log file paths apply after a restart");
 	policy_free(rt->policy);
 	rt->policy = next;
-	if (next->limits.header_bytes != (long long)rt->limits_at_start)
-		log_warn("reload: changed limits apply after a restart");
 	return 0;
 }
 
@@ -399,7 +427,7 @@ int main(int argc, char **argv)
 	rt.policy = pol;
 	rt.config_path = o.config;
 	rt.log_level_flag = o.log_level_set;
-	rt.limits_at_start = pol->limits.header_bytes;
+	rt.limits_at_start = pol->limits;
 	log_info("fencegate %s starting", FENCE_VERSION);
 	cli_proxy_config(&rt.cfg, pol, &o);
 	fit_default_connections(&rt.cfg);

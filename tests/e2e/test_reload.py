@@ -160,6 +160,24 @@ def t_broken_config(g):
     assert st == 200
 
 
+def t_limits_named(g):
+    """A changed limit is never taken silently: each is named with the value
+    kept until a restart, and a second reload still compares with what is
+    in force (not with the previous file)."""
+    cfg = g.config_for([FIRST, ADDED])
+    cfg["limits"] = {"idle_timeout_ms": 1234, "upstream_timeout_ms": 4321}
+    g.write_config(None, text=json.dumps(cfg))
+    out = g.hup_and_wait("reloaded")
+    assert "limits.idle_timeout_ms changed from 60000 to 1234" in out, out
+    assert "limits.upstream_timeout_ms changed from 60000 to 4321" in out, out
+    assert "after a restart" in out and "limits.header_bytes" not in out, out
+    out = g.hup_and_wait("reloaded")
+    assert "limits.idle_timeout_ms changed from 60000 to 1234" in out, out
+    g.write_config([FIRST, ADDED])
+    out = g.hup_and_wait("reloaded")
+    assert "limits." not in out, out
+
+
 def t_inflight_survives(g):
     g.write_config([FIRST, ADDED])
     g.hup_and_wait("reloaded")
@@ -351,6 +369,7 @@ def main():
         r.check("a client added to the file works after SIGHUP", t_add_client, g)
         r.check("a broken file or new listen address on SIGHUP: old config serves",
                 t_broken_config, g)
+        r.check("SIGHUP names each changed limit it cannot apply", t_limits_named, g)
         r.check("an upload in flight survives a reload that drops its client",
                 t_inflight_survives, g)
         r.check("the lock's high-water mark survives reloads", t_high_water_kept, g)
