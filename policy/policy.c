@@ -5,6 +5,7 @@
  * path in every error; then the checks across keys run (policy_check.c).
  * It does not answer lookups (policy_match.c) and does not open the TLS
  * files, the stores or the upstream: the daemon does, and -t should too. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -465,6 +466,46 @@ static void line_col(const char *text, const char *at, int *line, int *col)
 	}
 }
 
+/* The first control character (below 0x20, or DEL) in a JSON string of
+ * text, raw or escaped (\n, \u0000, ...): a path, a name or a secret's
+ * variable with one would be cut short or mean something else. NULL when
+ * there is none. Outside strings (whitespace) they are JSON's business. */
+static const char *string_control_char(const char *text)
+{
+	int in_string = 0;
+
+	for (const char *c = text; *c; c++) {
+		unsigned char ch = (unsigned char)*c;
+
+		if (!in_string) {
+			in_string = ch == '"';
+			continue;
+		}
+		if (ch == '"') {
+			in_string = 0;
+		} else if (ch < 0x20 || ch == 0x7f) {
+			return c;
+		} else if (ch == '\\') {
+			if (!c[1])
+				return NULL;
+			if (strchr("bfnrt", c[1]))
+				return c;
+			if (c[1] == 'u') {
+				unsigned v = 0;
+				int i;
+
+				for (i = 2; i < 6 && isxdigit((unsigned char)c[i]); i++)
+					v = v * 16 + (unsigned)(isdigit((unsigned char)c[i])
+						? c[i] - '0' : (tolower((unsigned char)c[i]) - 'a' + 10));
+				if (i == 6 && (v < 0x20 || v == 0x7f))
+					return c;
+			}
+			c++; /* the escaped character */
+		}
+	}
+	return NULL;
+}
+
 /* Parses NUL-terminated text of length len; source names it in p->source. */
 static struct policy *parse_text(const char *text, size_t len, const char *source,
 				 char *err, size_t errlen)
@@ -478,6 +519,15 @@ static struct policy *parse_text(const char *text, size_t len, const char *sourc
 		err[0] = '\0';
 	if (strlen(text) != len) {
 		policy_fail(&ps, NULL, "contains a NUL byte");
+		goto fail;
+	}
+	end = string_control_char(text);
+	if (end) {
+		int line, col;
+
+		line_col(text, end, &line, &col);
+		policy_fail(&ps, NULL, "a control character (a NUL, newline, tab, ...) in a string "
+			    "at line %d, column %d: no config string may hold one", line, col);
 		goto fail;
 	}
 	root = cJSON_ParseWithOpts(text, &end, 1);

@@ -284,6 +284,14 @@ static const struct bad_case bad_cases[] = {
 	  "clients[0].allow[0].action: unknown key (did you mean \"actions\"?)" },
 	{ "{\"clients\":[{\"access_key\":\"AK1\",\"secret_env\":\"WORKER1_SECRET\",\"allow\":{}}]}",
 	  "clients[0].allow: must be an array of objects" },
+	/* no config string holds a control character: cJSON cuts at \u0000 */
+	{ "{\"data_dir\":\"/srv/a\\u0000/b\"}", "control character" },
+	{ "{\"data_dir\":\"/srv/a\\u001F\"}", "at line 1, column 20" },
+	{ "{\"data_dir\":\"/srv/a\\n\"}", "control character" },
+	{ "{\"data_dir\":\"/srv/a\tb\"}", "control character" },
+	{ "{\"data_dir\":\"/srv/a\x7f\"}", "control character" },
+	{ "{\"data_dir\":\"x\",\n \"log\":{\"level\":\"in\\tfo\"}}",
+	  "at line 2, column 20" },
 };
 
 static void test_bad_configs(void **state)
@@ -315,6 +323,13 @@ static void test_bad_runtime(void **state)
 	assert_null(parse(json, err, sizeof(err)));
 	snprintf(want, sizeof(want), "clients[0].secret_file: \"%s\" is empty", empty_file);
 	assert_non_null(strstr(err, want));
+
+	/* an escaped backslash before n is no control character; whitespace
+	 * between tokens is JSON's */
+	p = parse("{\n\t\"data_dir\": \"/srv/a\\\\n\"\r\n}", err, sizeof(err));
+	assert_non_null(p);
+	assert_string_equal(p->data_dir, "/srv/a\\n");
+	policy_free(p);
 
 	assert_null(policy_parse("{}\0{}", 5, err, sizeof(err)));
 	assert_non_null(strstr(err, "config: contains a NUL byte"));
