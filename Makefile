@@ -268,14 +268,16 @@ bench: all deps-bench
 fuzz-smoke: $(FUZZ_BIN)
 	$(Q)fail=0; for f in $(FUZZ_BIN); do n=$$(basename $$f); \
 		scratch=$(O)/build/fuzz/smoke-$$n; rm -rf $$scratch; mkdir -p $$scratch; \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		tests/suite.py run "fuzz-smoke $$n" $$f -seed=1 -runs=$${FUZZ_SMOKE_RUNS:-50000} \
+			-max_total_time=$${FUZZ_SMOKE_SECONDS:-120} \
 			-rss_limit_mb=1024 -artifact_prefix=$(O)/build/fuzz/ $$scratch \
 			tests/fuzz/corpus/$$n || fail=1; done; exit $$fail
 
 fuzz: $(FUZZ_BIN)
 	$(Q)for f in $(FUZZ_BIN); do n=$$(basename $$f); echo "== $$n"; \
 		mkdir -p $(O)/build/fuzz/corpus-$$n; \
-		$$f -max_total_time=$${FUZZ_SECONDS:-20} -rss_limit_mb=1024 \
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 $$f -max_total_time=$${FUZZ_SECONDS:-20} -rss_limit_mb=1024 \
 			-artifact_prefix=$(O)/build/fuzz/ \
 			$(O)/build/fuzz/corpus-$$n tests/fuzz/corpus/$$n || exit 1; done
 
