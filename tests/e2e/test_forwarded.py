@@ -398,6 +398,27 @@ def test_aws_chunked_decoded_when_resigned(moto):
         relay.close()
 
 
+def test_presign_names_stripped_decoded(moto):
+    """Presign parameters are classified decoded (s3req.c) and stripped
+    decoded: an escaped name is not forwarded beside the proxy's own
+    signature."""
+    b = "fwd-presign"
+    moto.create_bucket(b)
+    relay = RecordingRelay(moto.port)
+    g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1")
+    try:
+        e = acquire(g.port, b, "p")
+        relay.take()
+        q = "X-Amz-%53ignature=abc&x-amz-%44ate=20260101T000000Z&%41WSAccessKeyId=AK"
+        st, _, d = req(g.port, "PUT", "/%s/k?%s" % (b, q), b"v", {"X-Fencing-Token": str(e)})
+        expect(st == 200, "PUT with escaped presign names: %s %s" % (st, d))
+        sent = [t for m, t, f in relay.take() if m == "PUT" and t.startswith("/%s/k" % b)]
+        expect(sent == ["/%s/k" % b], "forwarded without them: %s" % sent)
+    finally:
+        g.close()
+        relay.close()
+
+
 def main():
     r = harness.Runner("e2e forwarded")
     moto = harness.Moto()
@@ -410,6 +431,8 @@ def main():
                 moto)
         r.check("aws-chunked decoded when re-signed, authentication off",
                 test_aws_chunked_decoded_when_resigned, moto)
+        r.check("presign parameter names are stripped decoded",
+                test_presign_names_stripped_decoded, moto)
     finally:
         moto.close()
     r.check("HTTP mode: the downstream gets the verdict",
