@@ -3,7 +3,10 @@
 # that are missing. Run by `make` before it builds; safe to run again.
 # The test set also installs the JavaScript SDK the client suite drives
 # (tests/js/package.json, unpinned) into tests/js/node_modules with npm.
-# Usage: deploy/install-deps.sh [build|test|bench]
+# The rgw set is Ceph's radosgw with the one monitor and one OSD that
+# tests/radosgw.py starts on loopback (ceph-common comes with them); the
+# test set includes it.
+# Usage: deploy/install-deps.sh [build|test|bench|rgw]
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -24,6 +27,7 @@ build="gcc make pkg-config libevent-dev libcurl4-openssl-dev libssl-dev
 libcjson-dev libexpat1-dev libhttp-parser-dev"
 test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone groff-base"
 bench="nginx-light haproxy wrk"
+rgw="radosgw ceph-mon ceph-osd"
 
 want=$build
 # npm: only when no npm is on PATH (a node build that bundles npm conflicts
@@ -31,9 +35,10 @@ want=$build
 command -v npm >/dev/null 2>&1 || test="$test nodejs npm"
 case "${1:-build}" in
 build) ;;
-test) want="$build $test" ;;
-bench) want="$build $test $bench" ;;
-*) echo "install-deps: unknown set '$1' (build, test, bench)" >&2; exit 2 ;;
+test) want="$build $test $rgw" ;;
+bench) want="$build $test $rgw $bench" ;;
+rgw) want=$rgw ;;
+*) echo "install-deps: unknown set '$1' (build, test, bench, rgw)" >&2; exit 2 ;;
 esac
 
 missing=""
@@ -45,7 +50,7 @@ for p in $want; do
 	esac
 done
 if [ -z "$missing" ]; then
-	[ "${1:-build}" = build ] || js_sdk
+	case "${1:-build}" in build|rgw) ;; *) js_sdk ;; esac
 	exit 0
 fi
 
@@ -77,4 +82,4 @@ if ! $SUDO apt-get install -y --no-install-recommends $missing >/dev/null 2>&1; 
 		exit 1
 	fi
 fi
-[ "${1:-build}" = build ] || js_sdk
+case "${1:-build}" in build|rgw) ;; *) js_sdk ;; esac
