@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dialect.h"
 #include "timesrc.h"
 
 enum store_code {
@@ -240,6 +241,12 @@ struct store {
 				  * by the caller around calls that must answer
 				  * in time (a holder's renewal); local
 				  * directory calls do not block and ignore it. */
+	enum dialect_etag etag_form; /* how If-Match is spelled (store_s3; others
+				      * ignore it): from the config's dialect,
+				      * or AUTO: quoted until a quoted If-Match
+				      * that matched answered 412, then bare
+				      * (learned once, kept for the store's life).
+				      * A caller that knows better may set it. */
 };
 
 struct store_config {
@@ -251,6 +258,9 @@ struct store_config {
 	long timeout_ms;        /* per request; 0: 10000 */
 	int max_retries;        /* for retryable failures; 0: 4, -1: none */
 	const struct timesrc *time; /* NULL: timesrc_system() */
+	const char *dialect;    /* a dialect_find() name ("aws", "ceph-rgw"); NULL:
+				 * FENCE_S3_DIALECT, else "auto" (probe, learn).
+				 * An unknown name fails store_open. */
 };
 
 /* Opens the store a URL names. Returns NULL on failure with a message in err

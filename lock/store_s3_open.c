@@ -133,7 +133,7 @@ struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
 			    char *err, size_t errlen)
 {
 	struct store_s3 *s = NULL;
-	const char *region, *endpoint, *ca;
+	const char *dialect, *region, *endpoint, *ca;
 	char *default_endpoint = NULL;
 	size_t i;
 
@@ -159,6 +159,18 @@ struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
 	if (getrandom(&s->jitter_state, sizeof(s->jitter_state), GRND_NONBLOCK) !=
 	    (ssize_t)sizeof(s->jitter_state))
 		s->jitter_state = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s;
+
+	dialect = cfg->dialect && *cfg->dialect ? cfg->dialect : env_nonempty("FENCE_S3_DIALECT");
+	if (dialect && strcasecmp(dialect, "auto") != 0) {
+		const struct dialect *d = dialect_find(dialect);
+
+		if (!d) {
+			snprintf(err, errlen, "unknown S3 dialect \"%.60s\" (auto, aws, ceph-rgw, "
+				 "minio, r2, gcs-xml, ...)", dialect);
+			goto fail;
+		}
+		s->base.etag_form = d->etag;
+	}
 
 	region = cfg->region && *cfg->region ? cfg->region : env_nonempty("AWS_REGION");
 	if (!region)
