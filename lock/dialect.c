@@ -71,12 +71,36 @@ static const char *const CAP_NAMES[CAP_COUNT] = {
 	"copy_if_none_match", "complete_multipart_if_none_match", "date", "race",
 };
 
+int backend_cap_index(unsigned cap)
+{
+	for (int i = 0; i < CAP_COUNT; i++)
+		if (cap == 1u << i)
+			return i;
+	return -1;
+}
+
 const char *backend_cap_name(unsigned cap)
 {
-	for (unsigned i = 0; i < CAP_COUNT; i++)
-		if (cap == 1u << i)
-			return CAP_NAMES[i];
-	return NULL;
+	int i = backend_cap_index(cap);
+
+	return i < 0 ? NULL : CAP_NAMES[i];
+}
+
+const char *backend_cap_lacking(unsigned cap)
+{
+	static const char *const lacking[CAP_COUNT] = {
+		"backend ignores If-None-Match on PUT",
+		"backend ignores If-Match on PUT",
+		"backend ignores If-Match on PUT without quotes",
+		"backend ignores If-Match on DELETE",
+		"backend ignores conditions on the CopyObject destination",
+		"backend ignores If-None-Match on CompleteMultipartUpload",
+		"backend sends no Date header",
+		"backend let more than one racing If-None-Match writer win",
+	};
+	int i = backend_cap_index(cap);
+
+	return i < 0 ? NULL : lacking[i];
 }
 
 const char *backend_op_name(enum backend_op op)
@@ -88,33 +112,38 @@ const char *backend_op_name(enum backend_op op)
 	return (unsigned)op < BACKEND_OP_COUNT ? names[op] : "unknown";
 }
 
-const char *backend_caps_refusal(unsigned caps, enum backend_op op)
+unsigned backend_caps_missing(unsigned caps, enum backend_op op)
 {
 	if (!(caps & CAP_PUT_IF_NONE_MATCH))
-		return "backend ignores If-None-Match on PUT";
+		return CAP_PUT_IF_NONE_MATCH;
 	if (!(caps & CAP_PUT_IF_MATCH))
-		return "backend ignores If-Match on PUT";
+		return CAP_PUT_IF_MATCH_QUOTED;
 	switch (op) {
 	case BACKEND_OP_LOCK:
 		if (!(caps & CAP_DATE))
-			return "backend sends no Date header";
-		if (!(caps & CAP_RACE))
-			return "backend let more than one racing If-None-Match writer win";
-		return NULL;
+			return CAP_DATE;
+		return caps & CAP_RACE ? 0 : CAP_RACE;
 	case BACKEND_OP_PUT:
-		return NULL;
+		return 0;
 	case BACKEND_OP_DELETE:
-		return caps & CAP_DELETE_IF_MATCH ? NULL : "backend ignores If-Match on DELETE";
+		return caps & CAP_DELETE_IF_MATCH ? 0 : CAP_DELETE_IF_MATCH;
 	case BACKEND_OP_COPY:
-		return caps & CAP_COPY_IF_NONE_MATCH ? NULL
-		       : "backend ignores conditions on the CopyObject destination";
+		return caps & CAP_COPY_IF_NONE_MATCH ? 0 : CAP_COPY_IF_NONE_MATCH;
 	case BACKEND_OP_MPU_COMPLETE:
-		return caps & CAP_MPU_IF_NONE_MATCH ? NULL
-		       : "backend ignores If-None-Match on CompleteMultipartUpload";
+		return caps & CAP_MPU_IF_NONE_MATCH ? 0 : CAP_MPU_IF_NONE_MATCH;
 	case BACKEND_OP_COUNT:
 		break;
 	}
-	return "unknown operation";
+	return CAP_ALL;
+}
+
+const char *backend_caps_refusal(unsigned caps, enum backend_op op)
+{
+	unsigned cap = backend_caps_missing(caps, op);
+
+	if (!cap)
+		return NULL;
+	return cap == CAP_ALL ? "unknown operation" : backend_cap_lacking(cap);
 }
 
 const struct dialect *dialect_find(const char *name)

@@ -29,9 +29,17 @@ enum backend_cap {
 /* Either spelling of If-Match is enough: the store spells it the working way. */
 #define CAP_PUT_IF_MATCH (CAP_PUT_IF_MATCH_QUOTED | CAP_PUT_IF_MATCH_BARE)
 
+/* The index (0..CAP_COUNT-1) of one capability bit, -1 for a value that
+ * is not exactly one known bit. */
+int backend_cap_index(unsigned cap);
+
 /* The short name of one capability bit ("put_if_none_match"), NULL for a
  * value that is not exactly one known bit. */
 const char *backend_cap_name(unsigned cap);
+
+/* A constant sentence saying what a backend without cap does ("backend
+ * ignores If-Match on DELETE"); NULL for 0 or an unknown value. */
+const char *backend_cap_lacking(unsigned cap);
 
 /* What fencegate does that needs conditions. */
 enum backend_op {
@@ -46,9 +54,13 @@ enum backend_op {
 /* "lock", "put", "delete", "copy", "complete_multipart". */
 const char *backend_op_name(enum backend_op op);
 
-/* NULL when a backend with caps may serve op; else a constant sentence
- * naming the first missing capability ("backend ignores If-Match on
- * DELETE"), for an error answer or a log line. */
+/* 0 when a backend with caps may serve op; else the first capability op
+ * needs that caps lacks (for If-Match on PUT: CAP_PUT_IF_MATCH_QUOTED). */
+unsigned backend_caps_missing(unsigned caps, enum backend_op op);
+
+/* NULL when a backend with caps may serve op; else
+ * backend_cap_lacking(backend_caps_missing(caps, op)), for an error answer
+ * or a log line. */
 const char *backend_caps_refusal(unsigned caps, enum backend_op op);
 
 /* How If-Match must be spelled for a backend. */

@@ -226,6 +226,16 @@ struct store_ext_ops {
 	enum store_code (*del_opts)(struct store *st, const char *key,
 				    const struct store_delete_opts *opts,
 				    struct store_result *res);
+	/* For the self-test (store_s3; NULL elsewhere): copy key onto itself
+	 * with If-None-Match "*" on the destination, and complete a one-part
+	 * multipart upload onto key with If-None-Match "*". key exists, so
+	 * a backend that honours the condition answers
+	 * STORE_PRECONDITION_FAILED; STORE_OK means it was ignored (key was
+	 * rewritten with the probe's bytes). */
+	enum store_code (*probe_copy)(struct store *st, const char *key,
+				      struct store_result *res);
+	enum store_code (*probe_complete)(struct store *st, const char *key,
+					  struct store_result *res);
 };
 
 /* Every backend's object starts with this. */

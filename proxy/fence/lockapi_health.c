@@ -1,8 +1,12 @@
 /* lockapi_health.c — whether this proxy can serve writes, and what it has
- * done: the backend self-test at start (every condition the protocol
- * uses), then, on S3 stores, a one-key listing every few seconds; the
- * /_fence/health answer built on both, and the /_fence/metrics page. It
- * takes no locks and serves no lock operation (lockapi.c does). */
+ * done: the backend self-test at start (every condition fencegate uses,
+ * capability by capability, and a race: lock_probe_store), published for
+ * the fencing path (backend_caps_publish: an operation whose condition the
+ * backend lacks is refused, the others served) and logged once per
+ * process; then, on S3 stores, a one-key listing every few seconds; the
+ * /_fence/health answer built on both (with a "capabilities" field), and
+ * the /_fence/metrics page. It takes no locks and serves no lock operation
+ * (lockapi.c does). */
 #include "lockapi_int.h"
 
 #include <stdio.h>
@@ -10,6 +14,36 @@
 #include <string.h>
 
 #include "ops/log.h"
+
+static unsigned published_caps(const struct lockapi *api);
+
+/* The probe's capabilities on /_fence/health: name -> true, false, or
+ * null (not probed); the operations the proxy refuses, with why. */
+static void add_capabilities(struct lockapi *api, cJSON *o)
+{
+	const struct backend_report *rep = &api->self_test_rep;
+	cJSON *caps, *refused;
+	unsigned cap, missing;
+
+	if (!api->self_test_probed)
+		return;
+	caps = cJSON_AddObjectToObject(o, "capabilities");
+	for (cap = 1; cap & CAP_ALL; cap <<= 1) {
+		if (!(rep->probed & cap))
+			cJSON_AddNullToObject(caps, backend_cap_name(cap));
+		else
+			cJSON_AddBoolToObject(caps, backend_cap_name(cap), (rep->caps & cap) != 0);
+	}
+	cJSON_AddStringToObject(o, "if_match", rep->etag_form == DIALECT_ETAG_BARE ? "bare"
+				: "quoted");
+	refused = cJSON_AddObjectToObject(o, "refused_operations");
+	for (int op = 0; op < BACKEND_OP_COUNT; op++) {
+		missing = backend_caps_missing(published_caps(api), (enum backend_op)op);
+		if (missing)
+			cJSON_AddStringToObject(refused, backend_op_name((enum backend_op)op),
+						backend_cap_lacking(missing));
+	}
+}
 
 /* Records this worker's self-test outcome for the others. */
 static void fleet_note(struct lockapi *api, int passed)
@@ -55,11 +89,13 @@ enum proxy_action lockapi_health_page(struct lockapi *api, struct proxy_req *req
 		lockapi_reply_json(req, 503, o);
 	} else if (api->healthy) {
 		cJSON_AddStringToObject(o, "status", "ok");
+		add_capabilities(api, o);
 		lockapi_reply_json(req, 200, o);
 	} else {
 		cJSON_AddStringToObject(o, "status", api->self_test_done ? "failed" : "starting");
 		cJSON_AddStringToObject(o, "message", api->self_test_done
 				       ? api->self_test_err : "the backend self-test is running");
+		add_capabilities(api, o);
 		lockapi_reply_json(req, 503, o);
 	}
 	return PROXY_HANDLED;
@@ -106,6 +142,8 @@ enum proxy_action lockapi_metrics_page(struct lockapi *api, struct proxy_req *re
 struct self_test_job {
 	struct lockapi *api;
 	enum lock_code code;
+	struct backend_report rep;
+	bool probed;
 	char err[400];
 };
 
@@ -113,6 +151,7 @@ static void self_test_run(void *arg)
 {
 	struct self_test_job *j = arg;
 	struct store *st;
+	unsigned missing;
 	char err[300];
 
 	st = store_open(&j->api->st_cfg, err, sizeof(err));
@@ -121,10 +160,56 @@ static void self_test_run(void *arg)
 		snprintf(j->err, sizeof(j->err), "cannot open the store: %s", err);
 		return;
 	}
-	j->code = lock_check_store(st, ".fencegate-selftest/probe-", err, sizeof(err));
+	j->code = lock_probe_store(st, &j->api->st_cfg, ".fencegate-selftest/probe-", &j->rep,
+				   err, sizeof(err));
+	j->probed = j->code == LOCK_OK;
+	if (j->code == LOCK_OK) {
+		missing = lock_probe_missing(&j->rep, BACKEND_OP_LOCK);
+		if (missing) {
+			j->code = LOCK_ERR_UNSAFE;
+			snprintf(err, sizeof(err), "%s (%s): two writers could both hold a lock",
+				 backend_cap_lacking(missing), lock_report_seen(&j->rep, missing));
+		}
+	}
 	if (j->code != LOCK_OK)
 		snprintf(j->err, sizeof(j->err), "%s: %s", lock_strerror(j->code), err);
 	store_close(st);
+}
+
+/* The capabilities fencing acts on: what the probe saw, less what the
+ * configured dialect says cannot be trusted. Copy and multipart conditions
+ * the store could not probe count as present (as before the probe had
+ * them): only a condition seen ignored refuses its operation. */
+static unsigned published_caps(const struct lockapi *api)
+{
+	const struct backend_report *rep = &api->self_test_rep;
+	unsigned unprobed = ~rep->probed & (CAP_COPY_IF_NONE_MATCH | CAP_MPU_IF_NONE_MATCH);
+
+	return dialect_trusted_caps(dialect_find(api->st_cfg.dialect), rep->caps | unprobed);
+}
+
+/* Publishes the probe for the fencing path, and logs it once per process
+ * (every event loop runs the self-test; they see the same backend). */
+static void publish_probe(struct lockapi *api)
+{
+	static int logged;
+	const struct backend_report *rep = &api->self_test_rep;
+	unsigned caps = published_caps(api), cap, missing;
+
+	backend_caps_publish(caps);
+	backend_etag_publish(rep->etag_form);
+	if (__atomic_exchange_n(&logged, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (cap = 1; cap & CAP_ALL; cap <<= 1)
+		log_info("backend capability %s: %s (%s)", backend_cap_name(cap),
+			 !(rep->probed & cap) ? "not probed" : rep->caps & cap ? "ok" : "MISSING",
+			 lock_report_seen(rep, cap));
+	for (int op = 0; op < BACKEND_OP_COUNT; op++) {
+		missing = backend_caps_missing(caps, (enum backend_op)op);
+		if (missing)
+			log_warn("fenced %s requests will be refused (501): %s",
+				 backend_op_name((enum backend_op)op), backend_cap_lacking(missing));
+	}
 }
 
 /* ---- the upstream probe ---------------------------------------------------- */
@@ -247,6 +332,11 @@ static void self_test_done(void *arg)
 	struct lockapi *api = j->api;
 
 	api->self_test_done = 1;
+	if (j->probed) {
+		api->self_test_rep = j->rep;
+		api->self_test_probed = true;
+		publish_probe(api);
+	}
 	/* the other workers hear of a pass, or of a verdict; a failure that
 	 * is tried again is neither yet */
 	if (j->code == LOCK_OK || j->code != LOCK_ERR_STORE || !api->base)
@@ -254,8 +344,8 @@ static void self_test_done(void *arg)
 	if (j->code == LOCK_OK) {
 		api->healthy = 1;
 		start_probe(api);
-		log_info("backend self-test passed on \"%s\": conditional writes are honoured",
-			 api->st_url);
+		log_info("backend self-test passed on \"%s\": the lock protocol's conditional "
+			 "writes are honoured", api->st_url);
 	} else {
 		snprintf(api->self_test_err, sizeof(api->self_test_err),
 			 "backend self-test failed on \"%.100s\": %.280s", api->st_url, j->err);
