@@ -160,6 +160,7 @@ rgw enable usage log = false
     def _start_rgw(self):
         self.rgw = self._spawn("client.rgw", ["radosgw", "-f", "-c", self.conf,
                                               "-n", "client.rgw"])
+        self.proc = self.rgw  # what a test freezes to stall "the S3 server", as Moto.proc
         wait_port(self.port, self.rgw, timeout=60)
 
     def _make_user(self):
