@@ -31,29 +31,9 @@
 #define BACKOFF_CAP_MS   5000
 
 #define META_PREFIX      "x-amz-meta-"
-/* host, date, sha256, token, content-type, if-match, if-none-match, meta */
-#define SIGNED_MAX       (7 + STORE_META_MAX)
-
-/* A response body under a cap: reaching the cap aborts the transfer. */
-struct body_buf {
-	char *data;
-	size_t len, cap, max;
-	int overflow;
-};
-
-/* One store call: what to send, and whether it may be sent twice. */
-struct s3_call {
-	const char *method;          /* "GET", "HEAD", "PUT", "DELETE" */
-	const char *key;             /* NULL for a listing */
-	const char *query;           /* canonical (sorted, encoded), or NULL */
-	const char *body;            /* PUT only */
-	size_t body_len;
-	size_t body_pos;
-	const struct store_put_opts *put;
-	const char *if_match;        /* DELETE only */
-	size_t body_max;
-	int idempotent;              /* may be resent after an unknown outcome */
-};
+/* host, date, sha256, token, content-type, if-match, if-none-match, meta,
+ * a call's extra headers */
+#define SIGNED_MAX       (7 + STORE_META_MAX + S3_CALL_EXTRA_MAX)
 
 /* --- small helpers ------------------------------------------------------ */
 
@@ -388,6 +368,9 @@ static enum store_code send_once(struct store_s3 *s, struct s3_call *c,
 	}
 	if (c->if_match && add_header(&sh, "if-match", c->if_match, NULL))
 		goto out;
+	for (i = 0; i < S3_CALL_EXTRA_MAX && c->extra[i][0]; i++)
+		if (add_header(&sh, c->extra[i][0], c->extra[i][1], NULL))
+			goto out;
 
 	memset(&rq, 0, sizeof(rq));
 	rq.method = c->method;
@@ -456,6 +439,10 @@ static enum store_code send_once(struct store_s3 *s, struct s3_call *c,
 		curl_easy_setopt(s->curl, CURLOPT_READDATA, c);
 		curl_easy_setopt(s->curl, CURLOPT_SEEKFUNCTION, on_upload_seek);
 		curl_easy_setopt(s->curl, CURLOPT_SEEKDATA, c);
+	} else if (strcmp(c->method, "POST") == 0) {
+		curl_easy_setopt(s->curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, c->body ? c->body : "");
+		curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
 	} else if (strcmp(c->method, "GET") != 0) {
 		curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, c->method);
 	}
@@ -522,8 +509,8 @@ static int retryable(const struct s3_call *c, enum store_code code, const struct
 
 /* Sends c with retries; on return res describes the last attempt and, for
  * STORE_OK, buf holds the body. */
-static enum store_code perform(struct store_s3 *s, struct s3_call *c,
-			       struct body_buf *buf, struct store_result *res)
+enum store_code store_s3_perform(struct store_s3 *s, struct s3_call *c,
+				 struct body_buf *buf, struct store_result *res)
 {
 	enum store_code code;
 	int retry = 0;
@@ -561,7 +548,7 @@ static enum store_code read_object(struct store *st, const char *key, int body,
 	store_result_clear(res);
 	if (!key_ok(key))
 		return refuse(res, "key must be 1 to 1024 bytes");
-	code = perform(s, &c, &buf, res);
+	code = store_s3_perform(s, &c, &buf, res);
 	if (code == STORE_OK && body) {
 		if (!buf.data && !(buf.data = calloc(1, 1))) {
 			res->code = STORE_ERR_NOMEM;
@@ -665,12 +652,12 @@ static enum store_code s3_put(struct store *st, const char *key, const void *bod
 		po.etag = spell_if_match(s, po.etag, spelled, sizeof(spelled));
 	c.put = &po;
 	c.idempotent = opts->cond == STORE_COND_NONE;
-	code = perform(s, &c, &buf, res);
+	code = store_s3_perform(s, &c, &buf, res);
 	if (po.cond == STORE_COND_IF_MATCH) {
 		if (code == STORE_PRECONDITION_FAILED && false_412(s, key, po.etag)) {
 			po.etag = dialect_spell_etag(DIALECT_ETAG_BARE, opts->etag, spelled,
 						     sizeof(spelled));
-			code = perform(s, &c, &buf, res);
+			code = store_s3_perform(s, &c, &buf, res);
 		}
 		learn_form(s, po.etag, code);
 	}
@@ -695,12 +682,12 @@ static enum store_code s3_del(struct store *st, const char *key, const char *if_
 		return refuse(res, "If-Match needs an etag of printable characters");
 	if (if_match)
 		c.if_match = spell_if_match(s, if_match, spelled, sizeof(spelled));
-	code = perform(s, &c, &buf, res);
+	code = store_s3_perform(s, &c, &buf, res);
 	if (if_match) {
 		if (code == STORE_PRECONDITION_FAILED && false_412(s, key, c.if_match)) {
 			c.if_match = dialect_spell_etag(DIALECT_ETAG_BARE, if_match, spelled,
 							sizeof(spelled));
-			code = perform(s, &c, &buf, res);
+			code = store_s3_perform(s, &c, &buf, res);
 		}
 		/* no learning from a delete: a server that ignores DELETE's
 		 * If-Match would teach the wrong form */
@@ -752,7 +739,7 @@ static enum store_code s3_list(struct store *st, const char *prefix, const char 
 		goto out;
 	}
 	c.query = query;
-	code = perform(s, &c, &buf, res);
+	code = store_s3_perform(s, &c, &buf, res);
 	if (code != STORE_OK)
 		goto out;
 	xc = s3xml_parse_list(buf.data ? buf.data : "", buf.len, page, why, sizeof(why));
@@ -787,6 +774,7 @@ void store_s3_close(struct store *st)
 	free(s->origin);
 	free(s->path_base);
 	free(s->region);
+	free(s->bucket);
 	free(s->ca_bundle);
 	aws_credentials_clear(&s->cred);
 	free(s);

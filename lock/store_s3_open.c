@@ -152,6 +152,11 @@ struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
 		return NULL;
 	}
 	s->base.ops = &store_s3_ops;
+	s->base.ext = &store_s3_ext_ops;
+	if (!(s->bucket = strdup(bucket))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	s->time = cfg->time ? cfg->time : timesrc_system();
 	s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
 	s->max_retries = cfg->max_retries == 0 ? DEFAULT_RETRIES :
