@@ -183,6 +183,8 @@ unsigned backend_caps_current(void)
 
 const char *backend_refuses(enum backend_op op)
 {
+	if ((unsigned)op >= BACKEND_OP_COUNT || !(BACKEND_ENFORCED & (1u << op)))
+		return NULL;
 	return backend_caps_refusal(backend_caps_current(), op);
 }
 

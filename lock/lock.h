@@ -252,6 +252,10 @@ const char *lock_report_seen(const struct backend_report *rep, unsigned cap);
  * per operation. */
 enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
 				char *err, size_t errlen);
+/* The same, and what the probe saw in *rep (filled unless LOCK_ERR_STORE
+ * or LOCK_ERR_INVALID). */
+enum lock_code lock_check_store_report(struct store *st, const char *probe_prefix,
+				       struct backend_report *rep, char *err, size_t errlen);
 
 /* Every lock under "<root>locks/": names found by listing, malloc'd array of
  * malloc'd strings; caller frees each and the array. */

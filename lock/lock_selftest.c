@@ -159,7 +159,7 @@ static enum lock_code probe_race(struct store *st, const struct store_config *cf
 	struct racer r[LOCK_SELFTEST_RACERS];
 	struct store_result res = STORE_RESULT_INIT;
 	pthread_barrier_t start;
-	char key[LOCK_KEY_MAX + 16], why[160], seen[96];
+	char key[LOCK_KEY_MAX + 32], why[160], seen[96];
 	enum lock_code rc = LOCK_OK;
 	int n = 0, round, i, winners, others, worst = 1;
 
@@ -325,22 +325,29 @@ const char *lock_report_seen(const struct backend_report *rep, unsigned cap)
 	return i >= 0 && rep->seen[i][0] ? rep->seen[i] : "not probed";
 }
 
+enum lock_code lock_check_store_report(struct store *st, const char *probe_prefix,
+				       struct backend_report *rep, char *err, size_t errlen)
+{
+	enum lock_code rc;
+	unsigned missing;
+
+	rc = lock_probe_store(st, NULL, probe_prefix, rep, err, errlen);
+	if (rc != LOCK_OK)
+		return rc;
+	missing = lock_probe_missing(rep, BACKEND_OP_LOCK);
+	if (missing) {
+		snprintf(err, errlen, "%s (%s), so two writers could both hold a lock; use a "
+			 "backend with conditional writes", backend_cap_lacking(missing),
+			 lock_report_seen(rep, missing));
+		return LOCK_ERR_UNSAFE;
+	}
+	return LOCK_OK;
+}
+
 enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
 				char *err, size_t errlen)
 {
 	struct backend_report rep;
-	enum lock_code rc;
-	unsigned missing;
 
-	rc = lock_probe_store(st, NULL, probe_prefix, &rep, err, errlen);
-	if (rc != LOCK_OK)
-		return rc;
-	missing = lock_probe_missing(&rep, BACKEND_OP_LOCK);
-	if (missing) {
-		snprintf(err, errlen, "%s (%s), so two writers could both hold a lock; use a "
-			 "backend with conditional writes", backend_cap_lacking(missing),
-			 lock_report_seen(&rep, missing));
-		return LOCK_ERR_UNSAFE;
-	}
-	return LOCK_OK;
+	return lock_check_store_report(st, probe_prefix, &rep, err, errlen);
 }

@@ -13,16 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backendcaps.h"
 #include "ops/log.h"
 
-static unsigned published_caps(const struct lockapi *api);
-
 /* The probe's capabilities on /_fence/health: name -> true, false, or
- * null (not probed); the operations the proxy refuses, with why. */
+ * null (not probed); the operations the proxy refuses, with why, and those
+ * it forwards although their condition is ignored (dialect.h
+ * BACKEND_ENFORCED). */
 static void add_capabilities(struct lockapi *api, cJSON *o)
 {
 	const struct backend_report *rep = &api->self_test_rep;
-	cJSON *caps, *refused;
+	cJSON *caps, *refused, *unguarded;
 	unsigned cap, missing;
 
 	if (!api->self_test_probed)
@@ -37,10 +38,13 @@ static void add_capabilities(struct lockapi *api, cJSON *o)
 	cJSON_AddStringToObject(o, "if_match", rep->etag_form == DIALECT_ETAG_BARE ? "bare"
 				: "quoted");
 	refused = cJSON_AddObjectToObject(o, "refused_operations");
+	unguarded = cJSON_AddObjectToObject(o, "unguarded_operations");
 	for (int op = 0; op < BACKEND_OP_COUNT; op++) {
-		missing = backend_caps_missing(published_caps(api), (enum backend_op)op);
+		missing = backend_caps_missing(backendcaps_of(rep, api->st_cfg.dialect),
+					       (enum backend_op)op);
 		if (missing)
-			cJSON_AddStringToObject(refused, backend_op_name((enum backend_op)op),
+			cJSON_AddStringToObject(backend_refuses((enum backend_op)op) ? refused
+						: unguarded, backend_op_name((enum backend_op)op),
 						backend_cap_lacking(missing));
 	}
 }
@@ -176,42 +180,6 @@ static void self_test_run(void *arg)
 	store_close(st);
 }
 
-/* The capabilities fencing acts on: what the probe saw, less what the
- * configured dialect says cannot be trusted. Copy and multipart conditions
- * the store could not probe count as present (as before the probe had
- * them): only a condition seen ignored refuses its operation. */
-static unsigned published_caps(const struct lockapi *api)
-{
-	const struct backend_report *rep = &api->self_test_rep;
-	unsigned unprobed = ~rep->probed & (CAP_COPY_IF_NONE_MATCH | CAP_MPU_IF_NONE_MATCH);
-
-	return dialect_trusted_caps(dialect_find(api->st_cfg.dialect), rep->caps | unprobed);
-}
-
-/* Publishes the probe for the fencing path, and logs it once per process
- * (every event loop runs the self-test; they see the same backend). */
-static void publish_probe(struct lockapi *api)
-{
-	static int logged;
-	const struct backend_report *rep = &api->self_test_rep;
-	unsigned caps = published_caps(api), cap, missing;
-
-	backend_caps_publish(caps);
-	backend_etag_publish(rep->etag_form);
-	if (__atomic_exchange_n(&logged, 1, __ATOMIC_ACQ_REL))
-		return;
-	for (cap = 1; cap & CAP_ALL; cap <<= 1)
-		log_info("backend capability %s: %s (%s)", backend_cap_name(cap),
-			 !(rep->probed & cap) ? "not probed" : rep->caps & cap ? "ok" : "MISSING",
-			 lock_report_seen(rep, cap));
-	for (int op = 0; op < BACKEND_OP_COUNT; op++) {
-		missing = backend_caps_missing(caps, (enum backend_op)op);
-		if (missing)
-			log_warn("fenced %s requests will be refused (501): %s",
-				 backend_op_name((enum backend_op)op), backend_cap_lacking(missing));
-	}
-}
-
 /* ---- the upstream probe ---------------------------------------------------- */
 
 struct probe_job {
@@ -335,7 +303,7 @@ static void self_test_done(void *arg)
 	if (j->probed) {
 		api->self_test_rep = j->rep;
 		api->self_test_probed = true;
-		publish_probe(api);
+		backendcaps_publish(&j->rep, api->st_cfg.dialect);
 	}
 	/* the other workers hear of a pass, or of a verdict; a failure that
 	 * is tried again is neither yet */

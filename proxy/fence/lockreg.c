@@ -7,6 +7,7 @@
  * The decision about a request is not made here (fence.c is), and entries
  * are never evicted: the count is bounded instead. */
 #include "lockreg.h"
+#include "backendcaps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -574,7 +575,12 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 		return;
 	}
 	if (e->reg->self_test && !e->tested && !lockmark_store_tested(e->mark)) {
-		j->code = lock_check_store(io->st, LOCKREG_PROBE_PREFIX, j->err, sizeof(j->err));
+		struct backend_report rep;
+
+		j->code = lock_check_store_report(io->st, LOCKREG_PROBE_PREFIX, &rep, j->err,
+						  sizeof(j->err));
+		if (j->code == LOCK_OK || j->code == LOCK_ERR_UNSAFE)
+			backendcaps_publish(&rep, NULL); /* what fencing refuses */
 		if (j->code == LOCK_OK) {
 			e->tested = true; /* worker-side flag: only jobs of e touch it */
 			lockmark_set_store_tested(e->mark); /* and for the other workers */

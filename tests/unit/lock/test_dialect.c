@@ -71,6 +71,10 @@ static void test_caps_per_operation(void **state)
 	backend_caps_publish(rgw);
 	assert_string_equal(backend_refuses(BACKEND_OP_DELETE), "backend ignores If-Match on DELETE");
 	assert_null(backend_refuses(BACKEND_OP_PUT));
+	assert_non_null(backend_refuses(BACKEND_OP_MPU_COMPLETE));
+	/* copies are measured but not enforced yet (dialect.h BACKEND_ENFORCED) */
+	assert_null(backend_refuses(BACKEND_OP_COPY));
+	assert_null(backend_refuses(BACKEND_OP_COUNT));
 	backend_caps_publish(CAP_ALL);
 }
 
