@@ -192,6 +192,19 @@ rgw enable usage log = false
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def start_checked(runner):
+    """Starts a Radosgw as a check of runner ("radosgw starts"): a radosgw
+    that cannot start is a failed check, never a skip. The Radosgw, or
+    None when it failed."""
+    holder = {}
+
+    def start():
+        holder["rgw"] = Radosgw()
+        print("radosgw up in %.1f s" % holder["rgw"].start_seconds)
+    runner.check("radosgw starts", start)
+    return holder.get("rgw")
+
+
 if __name__ == "__main__":
     # python3 tests/radosgw.py: start, say how long it took, make a bucket, stop
     g = Radosgw()

@@ -168,7 +168,12 @@ static void self_test_run(void *arg)
 				   err, sizeof(err));
 	j->probed = j->code == LOCK_OK;
 	if (j->code == LOCK_OK) {
+		/* what the dialect distrusts counts as missing too */
 		missing = lock_probe_missing(&j->rep, BACKEND_OP_LOCK);
+		if (!missing)
+			missing = backend_caps_missing(backendcaps_of(&j->rep,
+								      j->api->st_cfg.dialect),
+						       BACKEND_OP_LOCK);
 		if (missing) {
 			j->code = LOCK_ERR_UNSAFE;
 			snprintf(err, sizeof(err), "%s (%s): two writers could both hold a lock",

@@ -224,13 +224,7 @@ def zombie_trials(store, name):
 
 def main():
     r = harness.Runner("e2e radosgw")
-    holder = {}
-
-    def start():
-        holder["rgw"] = radosgw.Radosgw()
-        print("radosgw up in %.1f s" % holder["rgw"].start_seconds)
-    r.check("radosgw starts", start)
-    rgw = holder.get("rgw")
+    rgw = radosgw.start_checked(r)
     if rgw is not None:
         try:
             rgw.create_bucket("rgw-health")

@@ -82,13 +82,7 @@ def check_on_radosgw(s):
 def on_radosgw(runner):
     """The lock suites against a real radosgw; a radosgw that cannot start
     is a failure, never a skip."""
-    holder = {}
-
-    def start():
-        holder["rgw"] = radosgw.Radosgw()
-        print("radosgw up in %.1f s" % holder["rgw"].start_seconds)
-    runner.check("radosgw starts", start)
-    rgw = holder.get("rgw")
+    rgw = radosgw.start_checked(runner)
     if rgw is None:
         return
     try:
