@@ -128,10 +128,18 @@ static enum lock_code probe_delete(struct store *st, const char *key, int *creat
 
 /* ---- the race ------------------------------------------------------------- */
 
+/* Holds the racers until every thread is up, then lets them all go. */
+struct start_gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int open;
+};
+
 struct racer {
 	pthread_t thread;
+	int started;                /* thread is running (join it) */
 	struct store *st;
-	pthread_barrier_t *start;
+	struct start_gate *gate;
 	const char *key;
 	enum store_code code;
 };
@@ -143,10 +151,43 @@ static void *race_one(void *arg)
 	struct store_put_opts po = { .cond = STORE_COND_IF_NONE_MATCH_ANY,
 				     .content_type = "text/plain" };
 
-	pthread_barrier_wait(r->start);
+	pthread_mutex_lock(&r->gate->mu);
+	while (!r->gate->open)
+		pthread_cond_wait(&r->gate->cv, &r->gate->mu);
+	pthread_mutex_unlock(&r->gate->mu);
 	r->code = store_put(r->st, r->key, PROBE_BODY, sizeof(PROBE_BODY) - 1, &po, &res);
 	store_result_clear(&res);
 	return NULL;
+}
+
+/* One round: every racer that could be started creates key at once. The
+ * number that won, and in *errors those that failed otherwise. */
+static int race_round(struct racer *r, int n, const char *key, int *errors)
+{
+	struct start_gate gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0 };
+	int i, winners = 0;
+
+	*errors = 0;
+	for (i = 0; i < n; i++) {
+		r[i].gate = &gate;
+		r[i].key = key;
+		r[i].code = STORE_ERR_IO;
+		r[i].started = pthread_create(&r[i].thread, NULL, race_one, &r[i]) == 0;
+	}
+	pthread_mutex_lock(&gate.mu);
+	gate.open = 1;
+	pthread_cond_broadcast(&gate.cv);
+	pthread_mutex_unlock(&gate.mu);
+	for (i = 0; i < n; i++) {
+		if (r[i].started)
+			pthread_join(r[i].thread, NULL);
+		winners += r[i].code == STORE_OK;
+		*errors += r[i].code != STORE_OK && r[i].code != STORE_PRECONDITION_FAILED &&
+			   r[i].code != STORE_CONFLICT;
+	}
+	pthread_cond_destroy(&gate.cv);
+	pthread_mutex_destroy(&gate.mu);
+	return winners;
 }
 
 /* LOCK_SELFTEST_RACERS writers, each on its own store, create the same
@@ -158,7 +199,6 @@ static enum lock_code probe_race(struct store *st, const struct store_config *cf
 {
 	struct racer r[LOCK_SELFTEST_RACERS];
 	struct store_result res = STORE_RESULT_INIT;
-	pthread_barrier_t start;
 	char key[LOCK_KEY_MAX + 32], why[160], seen[96];
 	enum lock_code rc = LOCK_OK;
 	int n = 0, round, i, winners, others, worst = 1;
@@ -175,33 +215,7 @@ static enum lock_code probe_race(struct store *st, const struct store_config *cf
 	}
 	for (round = 0; round < LOCK_SELFTEST_ROUNDS && rc == LOCK_OK; round++) {
 		snprintf(key, sizeof(key), "%s-race-%d", base_key, round);
-		if (pthread_barrier_init(&start, NULL, (unsigned)n) != 0) {
-			snprintf(err, errlen, "self-test: race: no barrier");
-			rc = LOCK_ERR_STORE;
-			goto out;
-		}
-		for (i = 0; i < n; i++) {
-			r[i].start = &start;
-			r[i].key = key;
-			r[i].code = STORE_ERR_IO;
-			if (pthread_create(&r[i].thread, NULL, race_one, &r[i]) != 0) {
-				/* the barrier needs all n: run this one here after the rest */
-				r[i].thread = 0;
-			}
-		}
-		for (i = 0; i < n; i++)
-			if (!r[i].thread)
-				race_one(&r[i]);
-		for (i = 0; i < n; i++)
-			if (r[i].thread)
-				pthread_join(r[i].thread, NULL);
-		pthread_barrier_destroy(&start);
-		winners = others = 0;
-		for (i = 0; i < n; i++) {
-			winners += r[i].code == STORE_OK;
-			others += r[i].code != STORE_OK && r[i].code != STORE_PRECONDITION_FAILED &&
-				  r[i].code != STORE_CONFLICT;
-		}
+		winners = race_round(r, n, key, &others);
 		store_delete(st, key, NULL, &res);
 		if (winners > worst)
 			worst = winners;
