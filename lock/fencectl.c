@@ -557,14 +557,18 @@ static int cmd_check(const struct cli *c, struct store *st)
 		}
 	}
 	for (int op = 0; op < BACKEND_OP_COUNT; op++) {
+		/* a condition this store cannot be asked (no copy, no multipart
+		 * on a directory store) is not probed, not refused */
+		const char *verdict;
+
 		missing = lock_probe_missing(&rep, (enum backend_op)op);
+		verdict = !missing ? "ok" : !(rep.probed & missing) ? "not probed"
+			  : backend_cap_lacking(missing);
 		if (c->json)
-			cJSON_AddStringToObject(ops, backend_op_name((enum backend_op)op),
-						missing ? backend_cap_lacking(missing) : "ok");
+			cJSON_AddStringToObject(ops, backend_op_name((enum backend_op)op), verdict);
 		else
 			printf("operation %-24s %s%s\n", backend_op_name((enum backend_op)op),
-			       missing ? "refused: " : "ok",
-			       missing ? backend_cap_lacking(missing) : "");
+			       missing && (rep.probed & missing) ? "refused: " : "", verdict);
 	}
 	missing = lock_probe_missing(&rep, BACKEND_OP_LOCK);
 	if (c->json) {
