@@ -137,11 +137,11 @@ struct start_gate {
 
 struct racer {
 	pthread_t thread;
-	int started;                /* thread is running (join it) */
 	struct store *st;
 	struct start_gate *gate;
 	const char *key;
 	enum store_code code;
+	int started;                /* thread is running (join it) */
 };
 
 static void *race_one(void *arg)
