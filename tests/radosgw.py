@@ -53,9 +53,10 @@ class Radosgw:
             self._start_osd()
             self._start_rgw()
             self._make_user()
-        except Exception:
+        except Exception as e:
+            tail = self._log_tail()
             self.close()
-            raise
+            raise RuntimeError("%s\n%s" % (e, tail)) from e
         self.start_seconds = time.monotonic() - self.t0
 
     # ---- set-up -----------------------------------------------------------
@@ -100,6 +101,11 @@ osd max object name len = 460
 osd max object namespace len = 64
 osd class load list = *
 osd class default list = *
+# the OSD sends no placement commands of its own at start (one sent
+# before it has the monmap is refused "wrong fsid" and kills it): the
+# harness places it in the CRUSH map itself
+osd crush update on start = false
+osd class update on start = false
 [client]
 rgw data = %(d)s/rgw
 rgw frontends = beast endpoint=127.0.0.1:%(rgw)d
@@ -107,6 +113,16 @@ rgw dns name = 127.0.0.1
 rgw thread pool size = 32
 rgw enable usage log = false
 """ % {"fsid": self.fsid, "mon": self.mon_port, "d": d, "rgw": self.port})
+
+    def _log_tail(self, lines=12):
+        """The last lines of every daemon's output and log, for a failure."""
+        out = []
+        logdir = os.path.join(self.dir, "log")
+        for name in sorted(os.listdir(logdir)) if os.path.isdir(logdir) else []:
+            with open(os.path.join(logdir, name), errors="replace") as f:
+                text = f.read().splitlines()[-lines:]
+            out.append("--- %s\n%s" % (name, "\n".join(text)))
+        return "\n".join(out)
 
     def _spawn(self, name, argv):
         log = open(os.path.join(self.dir, "log", name + ".out"), "wb")
@@ -142,6 +158,7 @@ rgw enable usage log = false
         osd_id = self.ceph("osd", "create", osd_uuid).strip()
         if osd_id != "0":
             raise RuntimeError("ceph osd create gave id %r" % osd_id)
+        self.ceph("osd", "crush", "add", "osd.0", "1.0", "root=default", "host=localhost")
         os.makedirs(os.path.join(self.dir, "osd", "osd.0"), exist_ok=True)
         self._run(["ceph-osd", "-c", self.conf, "-i", "0", "--mkfs", "--osd-uuid", osd_uuid],
                   timeout=60)
