@@ -4,7 +4,10 @@
 # The test set includes chromium: tests/e2e/test_status_page.py loads the
 # status page in it, headless. The test set also installs the JavaScript SDK the client suite drives
 # (tests/js/package.json, unpinned) into tests/js/node_modules with npm.
-# Usage: deploy/install-deps.sh [build|test|bench]
+# The rgw set is Ceph's radosgw with the one monitor and one OSD that
+# tests/radosgw.py starts on loopback (ceph-common comes with them); the
+# test set includes it.
+# Usage: deploy/install-deps.sh [build|test|bench|rgw]
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -29,6 +32,7 @@ libcjson-dev libexpat1-dev libhttp-parser-dev"
 test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone groff-base
 python3-pip python3-setuptools python3-wheel chromium"
 bench="nginx-light haproxy wrk"
+rgw="radosgw ceph-mon ceph-osd"
 
 want=$build
 # npm: only when no npm is on PATH (a node build that bundles npm conflicts
@@ -36,9 +40,10 @@ want=$build
 command -v npm >/dev/null 2>&1 || test="$test nodejs npm"
 case "${1:-build}" in
 build) ;;
-test) want="$build $test" ;;
-bench) want="$build $test $bench" ;;
-*) echo "install-deps: unknown set '$1' (build, test, bench)" >&2; exit 2 ;;
+test) want="$build $test $rgw" ;;
+bench) want="$build $test $rgw $bench" ;;
+rgw) want=$rgw ;;
+*) echo "install-deps: unknown set '$1' (build, test, bench, rgw)" >&2; exit 2 ;;
 esac
 
 missing=""
@@ -50,7 +55,7 @@ for p in $want; do
 	esac
 done
 if [ -z "$missing" ]; then
-	[ "${1:-build}" = build ] || js_sdk
+	case "${1:-build}" in build|rgw) ;; *) js_sdk ;; esac
 	exit 0
 fi
 
@@ -82,4 +87,4 @@ if ! $SUDO apt-get install -y --no-install-recommends $missing >/dev/null 2>&1; 
 		exit 1
 	fi
 fi
-[ "${1:-build}" = build ] || js_sdk
+case "${1:-build}" in build|rgw) ;; *) js_sdk ;; esac

@@ -219,17 +219,24 @@ uint64_t fencectl_parse_epoch(const char *s)
 	return (uint64_t)e;
 }
 
+/* The store configuration the global options give. */
+static void store_cfg_of(const struct cli *c, struct store_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->url = c->store_url ? c->store_url : getenv("FENCE_STORE");
+	cfg->endpoint = c->endpoint;
+	cfg->region = c->region;
+	cfg->profile = c->profile;
+	cfg->path_style = -1;
+}
+
 static struct store *open_store(const struct cli *c)
 {
-	struct store_config cfg = { 0 };
+	struct store_config cfg;
 	struct store *st;
 	char err[512];
 
-	cfg.url = c->store_url ? c->store_url : getenv("FENCE_STORE");
-	cfg.endpoint = c->endpoint;
-	cfg.region = c->region;
-	cfg.profile = c->profile;
-	cfg.path_style = -1;
+	store_cfg_of(c, &cfg);
 	st = store_open(&cfg, err, sizeof(err));
 	if (!st) {
 		fprintf(stderr, "fencectl: %s\n", err);
@@ -519,18 +526,70 @@ static int cmd_break(const struct cli *c, struct lock *lk)
 	return 0;
 }
 
+/* The self-test, capability by capability, and what the proxy does with
+ * each operation; exit 0 when the lock protocol is safe on the store. */
 static int cmd_check(const struct cli *c, struct store *st)
 {
+	struct store_config cfg;
+	struct backend_report rep;
 	enum lock_code rc;
+	unsigned cap, missing;
 	char err[512] = "";
+	cJSON *o = NULL, *caps = NULL, *ops = NULL;
 
-	rc = lock_check_store(st, store_root(st), err, sizeof(err));
+	store_cfg_of(c, &cfg);
+	rc = lock_probe_store(st, &cfg, store_root(st), &rep, err, sizeof(err));
 	if (rc != LOCK_OK)
 		return fencectl_report(rc, err);
-	if (c->json)
-		printf("{\"ok\":true}\n");
-	else
-		printf("ok: the store honours If-None-Match and If-Match\n");
+	if (c->json) {
+		o = cJSON_CreateObject();
+		caps = cJSON_AddObjectToObject(o, "capabilities");
+		ops = cJSON_AddObjectToObject(o, "operations");
+	}
+	for (cap = 1; cap & CAP_ALL; cap <<= 1) {
+		const char *state = !(rep.probed & cap) ? "not probed"
+				    : rep.caps & cap ? "ok" : "MISSING";
+
+		if (c->json) {
+			cJSON *one = cJSON_AddObjectToObject(caps, backend_cap_name(cap));
+
+			cJSON_AddBoolToObject(one, "ok", (rep.caps & cap) != 0);
+			cJSON_AddBoolToObject(one, "probed", (rep.probed & cap) != 0);
+			cJSON_AddStringToObject(one, "seen", lock_report_seen(&rep, cap));
+		} else {
+			printf("%-34s %-10s %s\n", backend_cap_name(cap), state,
+			       lock_report_seen(&rep, cap));
+		}
+	}
+	for (int op = 0; op < BACKEND_OP_COUNT; op++) {
+		/* a condition this store cannot be asked (no copy, no multipart
+		 * on a directory store) is not probed, not refused */
+		const char *verdict;
+
+		missing = lock_probe_missing(&rep, (enum backend_op)op);
+		verdict = !missing ? "ok" : !(rep.probed & missing) ? "not probed"
+			  : backend_cap_lacking(missing);
+		if (c->json)
+			cJSON_AddStringToObject(ops, backend_op_name((enum backend_op)op), verdict);
+		else
+			printf("operation %-24s %s%s\n", backend_op_name((enum backend_op)op),
+			       missing && (rep.probed & missing) ? "refused: " : "", verdict);
+	}
+	missing = lock_probe_missing(&rep, BACKEND_OP_LOCK);
+	if (c->json) {
+		cJSON_AddBoolToObject(o, "ok", !missing);
+		cJSON_AddStringToObject(o, "if_match", rep.etag_form == DIALECT_ETAG_BARE
+					? "bare" : "quoted");
+		fencectl_print_json(o);
+	}
+	if (missing) {
+		snprintf(err, sizeof(err), "%s (%s): two writers could both hold a lock",
+			 backend_cap_lacking(missing), lock_report_seen(&rep, missing));
+		return fencectl_report(LOCK_ERR_UNSAFE, err);
+	}
+	if (!c->json)
+		printf("ok: locks are safe on this store%s\n",
+		       rep.etag_form == DIALECT_ETAG_BARE ? " (If-Match sent without quotes)" : "");
 	return 0;
 }
 

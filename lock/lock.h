@@ -205,16 +205,57 @@ enum lock_code lock_break(struct lock *lk, const char *holder, uint64_t *new_epo
 enum lock_code lock_gc(struct lock *lk, unsigned keep, unsigned *deleted,
 		       char *err, size_t errlen);
 
-/* Backend self-test, every condition the lock protocol and the proxy rely
- * on: a probe key under prefix is created with If-None-Match "*" (the
- * answer must carry Date), created again (must answer 412), written
- * If-Match a wrong ETag (412), deleted If-Match a wrong ETag (412), then
- * deleted If-Match its ETag. LOCK_ERR_UNSAFE with err naming the condition
- * the backend ignores; LOCK_ERR_STORE when it fails otherwise. The probe is
- * removed in every case. (CompleteMultipartUpload's conditions are not
- * probed: the store interface has no multipart.) */
+/* The backend self-test (lock_selftest.c), capability by capability. */
+#define LOCK_SELFTEST_RACERS 8  /* writers in each round of the race */
+#define LOCK_SELFTEST_ROUNDS 3
+
+struct backend_report {
+	unsigned probed;                /* enum backend_cap bits measured */
+	unsigned caps;                  /* of those, the ones that held */
+	enum dialect_etag etag_form;    /* the If-Match spelling that works
+					 * (QUOTED preferred), AUTO if none */
+	char seen[CAP_COUNT][96];       /* per capability index: what was seen */
+};
+
+/* Measures every condition fencegate uses on a probe key under
+ * probe_prefix (NULL: the store's root): create with If-None-Match "*"
+ * (the answer must carry Date: CAP_DATE), create again (412:
+ * CAP_PUT_IF_NONE_MATCH), If-Match quoted then bare, a wrong ETag (412)
+ * and the object's (2xx) (CAP_PUT_IF_MATCH_QUOTED, _BARE), a copy and a
+ * multipart completion onto it with If-None-Match "*" where the store has
+ * store_ext_ops probe_copy/probe_complete (else not probed), DELETE
+ * If-Match a wrong ETag (412 and kept: CAP_DELETE_IF_MATCH), and with
+ * race_cfg (NULL: no race) LOCK_SELFTEST_RACERS writers, each on a store
+ * opened from race_cfg, racing one If-None-Match "*" create for
+ * LOCK_SELFTEST_ROUNDS rounds (one winner each: CAP_RACE).
+ * LOCK_OK when the probe ran, whatever it found (rep says); LOCK_ERR_STORE
+ * when the store failed otherwise (err says). Sets st->etag_form to the
+ * spelling that works. Removes what it wrote in every case. */
+enum lock_code lock_probe_store(struct store *st, const struct store_config *race_cfg,
+				const char *probe_prefix, struct backend_report *rep,
+				char *err, size_t errlen);
+
+/* The first capability op needs that rep lacks, 0 none. Not probed counts
+ * as lacking, except the race for BACKEND_OP_LOCK (probed only with a
+ * configuration). */
+unsigned lock_probe_missing(const struct backend_report *rep, enum backend_op op);
+
+/* What the probe saw of cap ("412 to a second create"), or "not probed".
+ * Points into rep. */
+const char *lock_report_seen(const struct backend_report *rep, unsigned cap);
+
+/* The self-test's verdict for the lock protocol (no race: it needs a
+ * configuration): lock_probe_store, then LOCK_ERR_UNSAFE with err naming
+ * the condition the backend ignores if lock_probe_missing(LOCK) says one;
+ * LOCK_ERR_STORE when it fails otherwise. Operations the lock does not
+ * need (DELETE, copy, multipart) do not fail it: the proxy decides those
+ * per operation. */
 enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
 				char *err, size_t errlen);
+/* The same, and what the probe saw in *rep (filled unless LOCK_ERR_STORE
+ * or LOCK_ERR_INVALID). */
+enum lock_code lock_check_store_report(struct store *st, const char *probe_prefix,
+				       struct backend_report *rep, char *err, size_t errlen);
 
 /* Every lock under "<root>locks/": names found by listing, malloc'd array of
  * malloc'd strings; caller frees each and the array. */

@@ -1,7 +1,6 @@
 /* lock_admin.c — the operator's side of the lock protocol: breaking a stuck
  * lock (a new epoch born expired, never a delete), collecting old epoch
- * files (never the latest), the backend self-test for conditional writes,
- * and listing the locks under "<root>locks/". Acquire, renew and release
+ * files (never the latest), and listing the locks under "<root>locks/". Acquire, renew and release
  * live in lock.c. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,121 +123,6 @@ out:
 		free(files[i].key);
 	free(files);
 	lock_pager_free(&pg);
-	store_result_clear(&res);
-	return rc;
-}
-
-/* Writes the probe with cond; the answer code. 409 (a conflicting write in
- * flight) is retried a few times: it settles nothing. */
-static enum store_code probe_put(struct store *st, const char *key, enum store_cond cond,
-				 const char *etag, struct store_result *res)
-{
-	static const char body[] = "fencegate backend self-test probe; safe to delete\n";
-	struct store_put_opts po = { .cond = cond, .etag = etag, .content_type = "text/plain" };
-	enum store_code sc = STORE_CONFLICT;
-	int i;
-
-	for (i = 0; i < 3 && sc == STORE_CONFLICT; i++)
-		sc = store_put(st, key, body, sizeof(body) - 1, &po, res);
-	return sc;
-}
-
-enum lock_code lock_check_store(struct store *st, const char *probe_prefix,
-				char *err, size_t errlen)
-{
-	struct store_result res = STORE_RESULT_INIT;
-	char key[LOCK_KEY_MAX], token[33], etag[STORE_ETAG_MAX];
-	enum lock_code rc = LOCK_OK;
-	enum store_code sc;
-	int created = 0;
-
-	if (!probe_prefix)
-		probe_prefix = store_root(st);
-	if (lock_random_hex(token, sizeof(token), 8) < 0) {
-		snprintf(err, errlen, "no random bytes for the probe key");
-		return LOCK_ERR_STORE;
-	}
-	if (snprintf(key, sizeof(key), "%sfencegate-selftest-%s", probe_prefix, token) >=
-	    (int)sizeof(key)) {
-		snprintf(err, errlen, "probe prefix is too long");
-		return LOCK_ERR_INVALID;
-	}
-
-	sc = probe_put(st, key, STORE_COND_IF_NONE_MATCH_ANY, NULL, &res);
-	if (sc != STORE_OK) {
-		lock_store_error(err, errlen, "self-test: creating probe", key, sc, &res);
-		rc = LOCK_ERR_STORE;
-		goto out;
-	}
-	created = 1;
-	if (!res.server_date) {
-		snprintf(err, errlen, "store sends no Date header: leases are judged by the "
-			 "store's clock, and without it a contender could take a live lease by its "
-			 "own; use a backend that sends Date");
-		rc = LOCK_ERR_UNSAFE;
-		goto out;
-	}
-	snprintf(etag, sizeof(etag), "%s", res.etag);
-	sc = probe_put(st, key, STORE_COND_IF_NONE_MATCH_ANY, NULL, &res);
-	if (sc == STORE_OK) {
-		snprintf(err, errlen, "store ignores If-None-Match: a second create of \"%s\" "
-			 "succeeded, so two writers could both acquire a lock; use a backend "
-			 "with conditional writes", key);
-		rc = LOCK_ERR_UNSAFE;
-		goto out;
-	}
-	if (sc != STORE_PRECONDITION_FAILED) {
-		lock_store_error(err, errlen, "self-test: second create of probe", key, sc, &res);
-		rc = LOCK_ERR_STORE;
-		goto out;
-	}
-	/* renew and release rely on If-Match the same way */
-	sc = probe_put(st, key, STORE_COND_IF_MATCH, "\"fencegate-selftest-no-such-etag\"", &res);
-	if (sc == STORE_OK) {
-		snprintf(err, errlen, "store ignores If-Match: a write of \"%s\" with a wrong "
-			 "ETag succeeded, so a lost holder could overwrite a newer lease; use a "
-			 "backend with conditional writes", key);
-		rc = LOCK_ERR_UNSAFE;
-		goto out;
-	}
-	if (sc != STORE_PRECONDITION_FAILED) {
-		lock_store_error(err, errlen, "self-test: write of probe with a wrong If-Match",
-				 key, sc, &res);
-		rc = LOCK_ERR_STORE;
-		goto out;
-	}
-	/* the proxy's fenced DELETE and DeleteObjects rely on DELETE If-Match */
-	sc = store_delete(st, key, "\"fencegate-selftest-no-such-etag\"", &res);
-	if (sc == STORE_OK) {
-		created = 0;
-		snprintf(err, errlen, "store ignores If-Match on DELETE: a delete of \"%s\" with a "
-			 "wrong ETag succeeded, so a zombie's delete could remove a newer epoch's "
-			 "object; use a backend with conditional deletes", key);
-		rc = LOCK_ERR_UNSAFE;
-		goto out;
-	}
-	if (sc != STORE_PRECONDITION_FAILED) {
-		lock_store_error(err, errlen, "self-test: delete of probe with a wrong If-Match",
-				 key, sc, &res);
-		rc = LOCK_ERR_STORE;
-		goto out;
-	}
-	sc = store_delete(st, key, etag, &res);
-	if (sc != STORE_OK) {
-		lock_store_error(err, errlen, "self-test: delete of probe If-Match its ETag", key,
-				 sc, &res);
-		rc = sc == STORE_PRECONDITION_FAILED ? LOCK_ERR_UNSAFE : LOCK_ERR_STORE;
-		goto out;
-	}
-	created = 0;
-out:
-	if (created) {
-		sc = store_delete(st, key, NULL, &res);
-		if (sc != STORE_OK && sc != STORE_NOT_FOUND && rc == LOCK_OK) {
-			lock_store_error(err, errlen, "self-test: deleting probe", key, sc, &res);
-			rc = LOCK_ERR_STORE;
-		}
-	}
 	store_result_clear(&res);
 	return rc;
 }

@@ -22,7 +22,7 @@
 /* expat takes int lengths: larger inputs are fed in pieces of this size. */
 #define FEED_PIECE (1 << 20)
 
-enum doc_kind { DOC_LIST, DOC_ERROR };
+enum doc_kind { DOC_LIST, DOC_ERROR, DOC_INITIATE };
 
 /* The leaf element whose text is being collected. */
 enum field {
@@ -30,6 +30,7 @@ enum field {
 	F_KEY, F_ETAG, F_SIZE, F_LASTMOD,       /* in <Contents> */
 	F_TRUNCATED, F_TOKEN, F_KEYCOUNT,       /* in <ListBucketResult> */
 	F_CODE, F_MESSAGE,                      /* in <Error> */
+	F_UPLOAD_ID,                            /* in <InitiateMultipartUploadResult> */
 };
 
 /* Bits for the fields one <Contents> has already seen (duplicates refused). */
@@ -59,6 +60,9 @@ struct s3xml_list {
 	/* error document */
 	char err_code[STORE_ERRCODE_MAX];
 	char err_message[STORE_ERRMSG_MAX];
+
+	/* InitiateMultipartUploadResult */
+	char upload_id[STORE_ERRMSG_MAX];
 };
 
 const char *s3xml_strerror(enum s3xml_code code)
@@ -135,6 +139,8 @@ static const char *local_name(const XML_Char *name)
 /* The leaf field an element at the current depth names, or F_NONE. */
 static enum field field_for(const struct s3xml_list *p, const char *name)
 {
+	if (p->kind == DOC_INITIATE)
+		return p->depth == 2 && strcmp(name, "UploadId") == 0 ? F_UPLOAD_ID : F_NONE;
 	if (p->kind == DOC_ERROR) {
 		if (p->depth != 2)
 			return F_NONE;
@@ -183,7 +189,9 @@ static void XMLCALL on_start(void *ud, const XML_Char *qname, const XML_Char **a
 		return;
 	}
 	if (p->depth == 1) {
-		const char *want = p->kind == DOC_LIST ? "ListBucketResult" : "Error";
+		const char *want = p->kind == DOC_LIST ? "ListBucketResult"
+				   : p->kind == DOC_INITIATE ? "InitiateMultipartUploadResult"
+				   : "Error";
 
 		if (strcmp(name, want) != 0) {
 			char why[sizeof(p->why)];
@@ -340,6 +348,13 @@ static void finish_field(struct s3xml_list *p)
 		return;
 	case F_MESSAGE:
 		copy_for_log(p->err_message, sizeof(p->err_message), trimmed_text(p));
+		return;
+	case F_UPLOAD_ID:
+		v = trimmed_text(p);
+		if (strlen(v) >= sizeof(p->upload_id))
+			fail(p, S3XML_ERR_LIMIT, "<UploadId> too long");
+		else
+			snprintf(p->upload_id, sizeof(p->upload_id), "%s", v);
 		return;
 	}
 }
@@ -533,6 +548,23 @@ enum s3xml_code s3xml_parse_error(const char *xml, size_t len,
 		snprintf(code, codelen, "%s", p->err_code);
 		snprintf(message, msglen, "%s", p->err_message);
 	}
+	s3xml_list_free(p);
+	return rc;
+}
+
+enum s3xml_code s3xml_parse_upload_id(const char *xml, size_t len, char *id, size_t idlen)
+{
+	struct s3xml_list *p = parser_new(DOC_INITIATE);
+	enum s3xml_code rc;
+
+	id[0] = '\0';
+	if (!p)
+		return S3XML_ERR_NOMEM;
+	rc = s3xml_list_feed(p, xml, len, 1, NULL, 0);
+	if (rc == S3XML_OK && (!p->upload_id[0] || strlen(p->upload_id) >= idlen))
+		rc = S3XML_ERR_SHAPE;
+	if (rc == S3XML_OK)
+		snprintf(id, idlen, "%s", p->upload_id);
 	s3xml_list_free(p);
 	return rc;
 }

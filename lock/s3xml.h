@@ -1,7 +1,8 @@
 /* s3xml.h — the XML answers of S3 that the store needs, parsed with expat.
  *
- * Two documents: a ListObjectsV2 page (<ListBucketResult>) and an error
- * body (<Error><Code>…</Code><Message>…</Message></Error>). A list page can
+ * Three documents: a ListObjectsV2 page (<ListBucketResult>), an error
+ * body (<Error><Code>…</Code><Message>…</Message></Error>), and the
+ * <UploadId> of a CreateMultipartUpload answer (for the self-test). A list page can
  * be fed in pieces as it arrives (s3xml_list_*) or parsed from one buffer
  * (s3xml_parse_list). Nothing here does I/O or reads a clock.
  *
@@ -91,5 +92,10 @@ enum s3xml_code s3xml_parse_list(const char *xml, size_t len,
 enum s3xml_code s3xml_parse_error(const char *xml, size_t len,
 				  char *code, size_t codelen,
 				  char *message, size_t msglen);
+
+/* The <UploadId> of an <InitiateMultipartUploadResult> (a
+ * CreateMultipartUpload answer) into id (idlen bytes). S3XML_OK, or
+ * S3XML_ERR_SHAPE when there is none (or it does not fit). */
+enum s3xml_code s3xml_parse_upload_id(const char *xml, size_t len, char *id, size_t idlen);
 
 #endif

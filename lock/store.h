@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dialect.h"
 #include "timesrc.h"
 
 enum store_code {
@@ -225,6 +226,16 @@ struct store_ext_ops {
 	enum store_code (*del_opts)(struct store *st, const char *key,
 				    const struct store_delete_opts *opts,
 				    struct store_result *res);
+	/* For the self-test (store_s3; NULL elsewhere): copy key onto itself
+	 * with If-None-Match "*" on the destination, and complete a one-part
+	 * multipart upload onto key with If-None-Match "*". key exists, so
+	 * a backend that honours the condition answers
+	 * STORE_PRECONDITION_FAILED; STORE_OK means it was ignored (key was
+	 * rewritten with the probe's bytes). */
+	enum store_code (*probe_copy)(struct store *st, const char *key,
+				      struct store_result *res);
+	enum store_code (*probe_complete)(struct store *st, const char *key,
+					  struct store_result *res);
 };
 
 /* Every backend's object starts with this. */
@@ -240,6 +251,12 @@ struct store {
 				  * by the caller around calls that must answer
 				  * in time (a holder's renewal); local
 				  * directory calls do not block and ignore it. */
+	enum dialect_etag etag_form; /* how If-Match is spelled (store_s3; others
+				      * ignore it): from the config's dialect,
+				      * or AUTO: quoted until a quoted If-Match
+				      * that matched answered 412, then bare
+				      * (learned once, kept for the store's life).
+				      * A caller that knows better may set it. */
 };
 
 struct store_config {
@@ -256,6 +273,9 @@ struct store_config {
 	 * process with this PID (a container's PID 1), goes whatever its age
 	 * (otherwise such files go once older than a minute). */
 	int starting;
+	const char *dialect;    /* a dialect_find() name ("aws", "ceph-rgw"); NULL:
+				 * FENCE_S3_DIALECT, else "auto" (probe, learn).
+				 * An unknown name fails store_open. */
 };
 
 /* Opens the store a URL names. Returns NULL on failure with a message in err

@@ -31,29 +31,9 @@
 #define BACKOFF_CAP_MS   5000
 
 #define META_PREFIX      "x-amz-meta-"
-/* host, date, sha256, token, content-type, if-match, if-none-match, meta */
-#define SIGNED_MAX       (7 + STORE_META_MAX)
-
-/* A response body under a cap: reaching the cap aborts the transfer. */
-struct body_buf {
-	char *data;
-	size_t len, cap, max;
-	int overflow;
-};
-
-/* One store call: what to send, and whether it may be sent twice. */
-struct s3_call {
-	const char *method;          /* "GET", "HEAD", "PUT", "DELETE" */
-	const char *key;             /* NULL for a listing */
-	const char *query;           /* canonical (sorted, encoded), or NULL */
-	const char *body;            /* PUT only */
-	size_t body_len;
-	size_t body_pos;
-	const struct store_put_opts *put;
-	const char *if_match;        /* DELETE only */
-	size_t body_max;
-	int idempotent;              /* may be resent after an unknown outcome */
-};
+/* host, date, sha256, token, content-type, if-match, if-none-match, meta,
+ * a call's extra headers */
+#define SIGNED_MAX       (7 + STORE_META_MAX + S3_CALL_EXTRA_MAX)
 
 /* --- small helpers ------------------------------------------------------ */
 
@@ -388,6 +368,9 @@ static enum store_code send_once(struct store_s3 *s, struct s3_call *c,
 	}
 	if (c->if_match && add_header(&sh, "if-match", c->if_match, NULL))
 		goto out;
+	for (i = 0; i < S3_CALL_EXTRA_MAX && c->extra[i][0]; i++)
+		if (add_header(&sh, c->extra[i][0], c->extra[i][1], NULL))
+			goto out;
 
 	memset(&rq, 0, sizeof(rq));
 	rq.method = c->method;
@@ -456,6 +439,10 @@ static enum store_code send_once(struct store_s3 *s, struct s3_call *c,
 		curl_easy_setopt(s->curl, CURLOPT_READDATA, c);
 		curl_easy_setopt(s->curl, CURLOPT_SEEKFUNCTION, on_upload_seek);
 		curl_easy_setopt(s->curl, CURLOPT_SEEKDATA, c);
+	} else if (strcmp(c->method, "POST") == 0) {
+		curl_easy_setopt(s->curl, CURLOPT_POST, 1L);
+		curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, c->body ? c->body : "");
+		curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
 	} else if (strcmp(c->method, "GET") != 0) {
 		curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, c->method);
 	}
@@ -522,8 +509,8 @@ static int retryable(const struct s3_call *c, enum store_code code, const struct
 
 /* Sends c with retries; on return res describes the last attempt and, for
  * STORE_OK, buf holds the body. */
-static enum store_code perform(struct store_s3 *s, struct s3_call *c,
-			       struct body_buf *buf, struct store_result *res)
+enum store_code store_s3_perform(struct store_s3 *s, struct s3_call *c,
+				 struct body_buf *buf, struct store_result *res)
 {
 	enum store_code code;
 	int retry = 0;
@@ -561,7 +548,7 @@ static enum store_code read_object(struct store *st, const char *key, int body,
 	store_result_clear(res);
 	if (!key_ok(key))
 		return refuse(res, "key must be 1 to 1024 bytes");
-	code = perform(s, &c, &buf, res);
+	code = store_s3_perform(s, &c, &buf, res);
 	if (code == STORE_OK && body) {
 		if (!buf.data && !(buf.data = calloc(1, 1))) {
 			res->code = STORE_ERR_NOMEM;
@@ -587,11 +574,49 @@ static enum store_code s3_head(struct store *st, const char *key, struct store_r
 	return read_object(st, key, 0, res);
 }
 
+/* --- If-Match as this server takes it ------------------------------------ */
+
+/* etag as the store's form spells it: bare where the server wants it so,
+ * else as the caller gave it (S3 returns ETags quoted). */
+static const char *spell_if_match(struct store_s3 *s, const char *etag, char *buf, size_t len)
+{
+	if (s->base.etag_form != DIALECT_ETAG_BARE)
+		return etag;
+	return dialect_spell_etag(DIALECT_ETAG_BARE, etag, buf, len);
+}
+
+/* Whether a 412 to a quoted If-Match was false: the form is not settled
+ * yet and the object is at that very ETag (radosgw 16 compares the header
+ * with the quotes still on). The write is then sent again with the ETag
+ * bare, conditioned as before: a server that honours neither spelling
+ * answers 412 again. One HEAD, only while the form is unknown. */
+static int false_412(struct store_s3 *s, const char *key, const char *sent)
+{
+	struct store_result head = STORE_RESULT_INIT;
+	int yes;
+
+	if (s->base.etag_form != DIALECT_ETAG_AUTO || sent[0] != '"')
+		return 0;
+	yes = read_object(&s->base, key, 0, &head) == STORE_OK &&
+	      store_etag_matches(sent, head.etag);
+	store_result_clear(&head);
+	return yes;
+}
+
+/* A conditioned write that succeeded settles the form it was spelled in. */
+static void learn_form(struct store_s3 *s, const char *sent, enum store_code code)
+{
+	if (code == STORE_OK && s->base.etag_form == DIALECT_ETAG_AUTO)
+		s->base.etag_form = sent[0] == '"' ? DIALECT_ETAG_QUOTED : DIALECT_ETAG_BARE;
+}
+
 static enum store_code s3_put(struct store *st, const char *key, const void *body, size_t len,
 			      const struct store_put_opts *opts, struct store_result *res)
 {
 	struct store_s3 *s = (struct store_s3 *)st;
 	static const struct store_put_opts plain = { .cond = STORE_COND_NONE };
+	struct store_put_opts po;
+	char spelled[STORE_ETAG_MAX];
 	struct s3_call c = { .method = "PUT", .key = key, .body = body, .body_len = len,
 			     .body_max = OTHER_BODY_MAX };
 	struct body_buf buf = { 0 };
@@ -622,9 +647,20 @@ static enum store_code s3_put(struct store *st, const char *key, const void *bod
 		if (!meta_name_ok(opts->meta[i].name) || !opts->meta[i].value ||
 		    !store_s3_header_safe(opts->meta[i].value))
 			return refuse(res, "metadata names must be [A-Za-z0-9_-], values printable ASCII");
-	c.put = opts;
+	po = *opts;
+	if (po.cond == STORE_COND_IF_MATCH)
+		po.etag = spell_if_match(s, po.etag, spelled, sizeof(spelled));
+	c.put = &po;
 	c.idempotent = opts->cond == STORE_COND_NONE;
-	code = perform(s, &c, &buf, res);
+	code = store_s3_perform(s, &c, &buf, res);
+	if (po.cond == STORE_COND_IF_MATCH) {
+		if (code == STORE_PRECONDITION_FAILED && false_412(s, key, po.etag)) {
+			po.etag = dialect_spell_etag(DIALECT_ETAG_BARE, opts->etag, spelled,
+						     sizeof(spelled));
+			code = store_s3_perform(s, &c, &buf, res);
+		}
+		learn_form(s, po.etag, code);
+	}
 	free(buf.data);
 	return code;
 }
@@ -635,6 +671,7 @@ static enum store_code s3_del(struct store *st, const char *key, const char *if_
 	struct store_s3 *s = (struct store_s3 *)st;
 	struct s3_call c = { .method = "DELETE", .key = key, .if_match = if_match,
 			     .body_max = OTHER_BODY_MAX, .idempotent = if_match == NULL };
+	char spelled[STORE_ETAG_MAX];
 	struct body_buf buf = { 0 };
 	enum store_code code;
 
@@ -643,7 +680,18 @@ static enum store_code s3_del(struct store *st, const char *key, const char *if_
 		return refuse(res, "key must be 1 to 1024 bytes");
 	if (if_match && (!*if_match || !store_s3_header_safe(if_match)))
 		return refuse(res, "If-Match needs an etag of printable characters");
-	code = perform(s, &c, &buf, res);
+	if (if_match)
+		c.if_match = spell_if_match(s, if_match, spelled, sizeof(spelled));
+	code = store_s3_perform(s, &c, &buf, res);
+	if (if_match) {
+		if (code == STORE_PRECONDITION_FAILED && false_412(s, key, c.if_match)) {
+			c.if_match = dialect_spell_etag(DIALECT_ETAG_BARE, if_match, spelled,
+							sizeof(spelled));
+			code = store_s3_perform(s, &c, &buf, res);
+		}
+		/* no learning from a delete: a server that ignores DELETE's
+		 * If-Match would teach the wrong form */
+	}
 	free(buf.data);
 	return code;
 }
@@ -691,7 +739,7 @@ static enum store_code s3_list(struct store *st, const char *prefix, const char 
 		goto out;
 	}
 	c.query = query;
-	code = perform(s, &c, &buf, res);
+	code = store_s3_perform(s, &c, &buf, res);
 	if (code != STORE_OK)
 		goto out;
 	xc = s3xml_parse_list(buf.data ? buf.data : "", buf.len, page, why, sizeof(why));
@@ -726,6 +774,7 @@ void store_s3_close(struct store *st)
 	free(s->origin);
 	free(s->path_base);
 	free(s->region);
+	free(s->bucket);
 	free(s->ca_bundle);
 	aws_credentials_clear(&s->cred);
 	free(s);

@@ -1,6 +1,7 @@
 /* store_s3_int.h — what the S3 backend's two files share: store_s3.c (the
- * requests: signing, sending, retries, the five operations) and
- * store_s3_open.c (where the bucket is and how to reach it). Not a public
+ * requests: signing, sending, retries, the five operations),
+ * store_s3_open.c (where the bucket is and how to reach it) and
+ * store_s3_probe.c (the self-test's copy and multipart probes). Not a public
  * interface: store.h is. */
 #ifndef FENCE_STORE_S3_INT_H
 #define FENCE_STORE_S3_INT_H
@@ -19,6 +20,7 @@ struct store_s3 {
 	char *origin;               /* "scheme://host" */
 	char *path_base;            /* encoded path before the key: "", "/bucket", "/prefix/bucket" */
 	char *region;
+	char *bucket;               /* the bucket's name (copy sources name it) */
 	char *ca_bundle;            /* AWS_CA_BUNDLE, or NULL */
 	struct aws_credentials cred;
 	long timeout_ms;
@@ -27,6 +29,40 @@ struct store_s3 {
 	uint64_t jitter_state;
 	char curl_err[CURL_ERROR_SIZE];
 };
+
+/* A response body under a cap: reaching the cap aborts the transfer. */
+struct body_buf {
+	char *data;
+	size_t len, cap, max;
+	int overflow;
+};
+
+#define S3_CALL_EXTRA_MAX 3
+
+/* One store call: what to send, and whether it may be sent twice. */
+struct s3_call {
+	const char *method;          /* "GET", "HEAD", "PUT", "DELETE", "POST" */
+	const char *key;             /* NULL for a listing */
+	const char *query;           /* canonical (sorted, encoded), or NULL */
+	const char *body;            /* PUT and POST */
+	size_t body_len;
+	size_t body_pos;
+	const struct store_put_opts *put;
+	const char *if_match;        /* DELETE only */
+	const char *extra[S3_CALL_EXTRA_MAX][2]; /* more signed headers: lowercase
+				      * name, value; up to the first NULL name */
+	size_t body_max;
+	int idempotent;              /* may be resent after an unknown outcome */
+};
+
+/* Sends c with retries (only idempotent calls are resent); on return res
+ * describes the last attempt and, for STORE_OK, buf holds the body (the
+ * caller frees buf->data). Returns res->code. */
+enum store_code store_s3_perform(struct store_s3 *s, struct s3_call *c,
+				 struct body_buf *buf, struct store_result *res);
+
+/* The self-test's copy and multipart probes (store_s3_probe.c). */
+extern const struct store_ext_ops store_s3_ext_ops;
 
 /* The operations table of an S3 store (store_s3.c). */
 extern const struct store_ops store_s3_ops;

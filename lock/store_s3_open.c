@@ -133,7 +133,7 @@ struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
 			    char *err, size_t errlen)
 {
 	struct store_s3 *s = NULL;
-	const char *region, *endpoint, *ca;
+	const char *dialect, *region, *endpoint, *ca;
 	char *default_endpoint = NULL;
 	size_t i;
 
@@ -152,6 +152,11 @@ struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
 		return NULL;
 	}
 	s->base.ops = &store_s3_ops;
+	s->base.ext = &store_s3_ext_ops;
+	if (!(s->bucket = strdup(bucket))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	s->time = cfg->time ? cfg->time : timesrc_system();
 	s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
 	s->max_retries = cfg->max_retries == 0 ? DEFAULT_RETRIES :
@@ -159,6 +164,18 @@ struct store *store_s3_open(const struct store_config *cfg, const char *bucket,
 	if (getrandom(&s->jitter_state, sizeof(s->jitter_state), GRND_NONBLOCK) !=
 	    (ssize_t)sizeof(s->jitter_state))
 		s->jitter_state = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s;
+
+	dialect = cfg->dialect && *cfg->dialect ? cfg->dialect : env_nonempty("FENCE_S3_DIALECT");
+	if (dialect && strcasecmp(dialect, "auto") != 0) {
+		const struct dialect *d = dialect_find(dialect);
+
+		if (!d) {
+			snprintf(err, errlen, "unknown S3 dialect \"%.60s\" (auto, aws, ceph-rgw, "
+				 "minio, r2, gcs-xml, ...)", dialect);
+			goto fail;
+		}
+		s->base.etag_form = d->etag;
+	}
 
 	region = cfg->region && *cfg->region ? cfg->region : env_nonempty("AWS_REGION");
 	if (!region)

@@ -412,6 +412,7 @@ static void policy_destroy(struct policy *p)
 	free(p->tls.ca);
 	free(p->upstream.endpoint);
 	free(p->upstream.region);
+	free(p->upstream.dialect);
 	free(p->upstream.profile);
 	free(p->upstream.ca_bundle);
 	free(p->data_dir);

@@ -36,6 +36,7 @@ static int check_key_prefix(const char *v, char *why, size_t whylen);
 static int check_env_name(const char *v, char *why, size_t whylen);
 static int check_access_key(const char *v, char *why, size_t whylen);
 static int check_log_file(const char *v, char *why, size_t whylen);
+static int check_dialect(const char *v, char *why, size_t whylen);
 
 #define P(f)  offsetof(struct policy, f)
 #define T(f)  offsetof(struct policy_tls, f)
@@ -78,6 +79,12 @@ const struct key policy_keys[] = {
 	  NULL, "PEM CA file to verify the upstream with; absent: system CAs" },
 	{ "upstream.verify", KT_BOOL, "true", 0, 0, 0, U(verify), 0, 0, NULL, NULL,
 	  "verify the upstream's TLS certificate" },
+	{ "upstream.dialect", KT_STRING, "\"auto\"", 1, 32, 0, U(dialect), 0, 0, NULL,
+	  check_dialect, "the S3 server's dialect: \"auto\" (the self-test measures "
+	  "every condition, If-Match spelling learned) or a known backend (\"aws\", "
+	  "\"ceph-rgw\", \"minio\", \"r2\", \"gcs-xml\", \"seaweedfs\", ...): its "
+	  "spelling, and the conditions it is known to ignore refused whatever the "
+	  "probe sees" },
 	{ "data_dir", KT_STRING, "\"./fencegate-data\"", 1, STR_MAX, KF_DOC_DEFAULT,
 	  P(data_dir), 0, 0, NULL, NULL,
 	  "s3 mode without upstream.endpoint: local directory store (bucket = sub-directory); "
@@ -299,6 +306,16 @@ static int check_listen(const char *v, char *why, size_t whylen)
 	int port, lo, v6;
 
 	return policy_split_listen(v, host, sizeof(host), &port, &lo, &v6, why, whylen);
+}
+
+static int check_dialect(const char *v, char *why, size_t whylen)
+{
+	if (strcmp(v, "auto") == 0 || dialect_find(v))
+		return 0;
+	snprintf(why, whylen, "\"%s\" is not a known dialect (auto, aws, ceph-rgw, minio, r2, "
+		 "gcs-xml, tigris, seaweedfs, garage, b2, oci, rustfs, versitygw, embedded, moto)",
+		 v);
+	return -1;
 }
 
 static int check_http_url(const char *v, char *why, size_t whylen)

@@ -98,6 +98,15 @@ static void log_refusal(const struct proxy_summary *s, const char *verdict, void
 
 /* The lock registry's configuration for pol. data_abs: the embedded
  * store's directory, resolved. Returns 0 or -1 with a message in err. */
+/* The configured S3 dialect as a row's static name (it outlives a
+ * reload's policy), NULL for "auto". */
+static const char *dialect_of(const struct policy *pol)
+{
+	const struct dialect *d = dialect_find(pol->upstream.dialect);
+
+	return d ? d->name : NULL;
+}
+
 static int locks_config(struct worker *w, const struct policy *pol, const char *data_abs,
 			struct lockreg_config *lc, char *err, size_t errlen)
 {
@@ -111,6 +120,7 @@ static int locks_config(struct worker *w, const struct policy *pol, const char *
 	lc->s3_endpoint = upstream;
 	lc->data_dir = upstream ? NULL : data_abs;
 	lc->region = pol->upstream.region;
+	lc->dialect = dialect_of(pol);
 	lc->refresh_ms = o->refresh_ms ? o->refresh_ms : (long)pol->limits.refresh_interval_ms;
 	lc->self_test = upstream != NULL;
 	lc->metrics = sh->metrics;
@@ -152,6 +162,7 @@ static void self_test_config(const struct worker *w, const struct policy *pol,
 		ac->self_test.url = url;
 		ac->self_test.endpoint = upstream;
 		ac->self_test.region = pol->upstream.region;
+		ac->self_test.dialect = dialect_of(pol);
 		ac->self_test.path_style = 1;
 	} else if (!upstream) {
 		snprintf(url, urllen, "file://%s", data_abs);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lock/dialect.h"
 #include "lockbreak.h"
 #include "lockkey.h"
 #include "objcas.h"
@@ -185,6 +186,10 @@ static enum proxy_action start_head(struct freq *fr, int after_response)
  * etag NULL, absent (If-None-Match: *); the other condition is removed. */
 static enum proxy_action forward_conditioned(struct freq *fr, const char *etag, bool ours)
 {
+	char spelled[STORE_ETAG_MAX]; /* as the upstream takes If-Match (dialect.h) */
+
+	if (etag && backend_etag_current() == DIALECT_ETAG_BARE)
+		etag = dialect_spell_etag(DIALECT_ETAG_BARE, etag, spelled, sizeof(spelled));
 	if (proxy_req_fwd_set(fr->req, etag ? "If-Match" : "If-None-Match", etag ? etag : "*") < 0 ||
 	    proxy_req_fwd_set(fr->req, etag ? "If-None-Match" : "If-Match", NULL) < 0)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
@@ -263,6 +268,13 @@ enum proxy_action fencing_step_cas(struct freq *fr)
 	struct objcas_in in;
 	struct objcas_step st;
 
+	const char *lacking = backend_refuses(fr->kind == S3_OBJECT_DELETE ? BACKEND_OP_DELETE
+					      : fr->kind == S3_OBJECT_COPY ? BACKEND_OP_COPY
+					      : fr->kind == S3_MPU_COMPLETE ? BACKEND_OP_MPU_COMPLETE
+					      : BACKEND_OP_PUT);
+
+	if (lacking) /* the self-test saw the upstream ignore this condition */
+		return fencing_reply_error(fr, 501, "NotImplemented", lacking, false, 0);
 	cas_input(fr, &in, 0); /* the cache was looked up by step_decide */
 	objcas_first(&in, &st);
 	return cas_act(fr, &st, 0);

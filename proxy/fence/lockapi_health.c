@@ -1,15 +1,53 @@
 /* lockapi_health.c — whether this proxy can serve writes, and what it has
- * done: the backend self-test at start (every condition the protocol
- * uses), then, on S3 stores, a one-key listing every few seconds; the
- * /_fence/health answer built on both, and the /_fence/metrics page. It
- * takes no locks and serves no lock operation (lockapi.c does). */
+ * done: the backend self-test at start (every condition fencegate uses,
+ * capability by capability, and a race: lock_probe_store), published for
+ * the fencing path (backend_caps_publish: an operation whose condition the
+ * backend lacks is refused, the others served) and logged once per
+ * process; then, on S3 stores, a one-key listing every few seconds; the
+ * /_fence/health answer built on both (with a "capabilities" field), and
+ * the /_fence/metrics page. It takes no locks and serves no lock operation
+ * (lockapi.c does). */
 #include "lockapi_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backendcaps.h"
 #include "ops/log.h"
+
+/* The probe's capabilities on /_fence/health: name -> true, false, or
+ * null (not probed); the operations the proxy refuses, with why, and those
+ * it forwards although their condition is ignored (dialect.h
+ * BACKEND_ENFORCED). */
+static void add_capabilities(struct lockapi *api, cJSON *o)
+{
+	const struct backend_report *rep = &api->self_test_rep;
+	cJSON *caps, *refused, *unguarded;
+	unsigned cap, missing;
+
+	if (!api->self_test_probed)
+		return;
+	caps = cJSON_AddObjectToObject(o, "capabilities");
+	for (cap = 1; cap & CAP_ALL; cap <<= 1) {
+		if (!(rep->probed & cap))
+			cJSON_AddNullToObject(caps, backend_cap_name(cap));
+		else
+			cJSON_AddBoolToObject(caps, backend_cap_name(cap), (rep->caps & cap) != 0);
+	}
+	cJSON_AddStringToObject(o, "if_match", rep->etag_form == DIALECT_ETAG_BARE ? "bare"
+				: "quoted");
+	refused = cJSON_AddObjectToObject(o, "refused_operations");
+	unguarded = cJSON_AddObjectToObject(o, "unguarded_operations");
+	for (int op = 0; op < BACKEND_OP_COUNT; op++) {
+		missing = backend_caps_missing(backendcaps_of(rep, api->st_cfg.dialect),
+					       (enum backend_op)op);
+		if (missing)
+			cJSON_AddStringToObject(backend_refuses((enum backend_op)op) ? refused
+						: unguarded, backend_op_name((enum backend_op)op),
+						backend_cap_lacking(missing));
+	}
+}
 
 /* Records this worker's self-test outcome for the others. */
 static void fleet_note(struct lockapi *api, int passed)
@@ -55,11 +93,13 @@ enum proxy_action lockapi_health_page(struct lockapi *api, struct proxy_req *req
 		lockapi_reply_json(req, 503, o);
 	} else if (api->healthy) {
 		cJSON_AddStringToObject(o, "status", "ok");
+		add_capabilities(api, o);
 		lockapi_reply_json(req, 200, o);
 	} else {
 		cJSON_AddStringToObject(o, "status", api->self_test_done ? "failed" : "starting");
 		cJSON_AddStringToObject(o, "message", api->self_test_done
 				       ? api->self_test_err : "the backend self-test is running");
+		add_capabilities(api, o);
 		lockapi_reply_json(req, 503, o);
 	}
 	return PROXY_HANDLED;
@@ -106,6 +146,8 @@ enum proxy_action lockapi_metrics_page(struct lockapi *api, struct proxy_req *re
 struct self_test_job {
 	struct lockapi *api;
 	enum lock_code code;
+	struct backend_report rep;
+	bool probed;
 	char err[400];
 };
 
@@ -113,6 +155,7 @@ static void self_test_run(void *arg)
 {
 	struct self_test_job *j = arg;
 	struct store *st;
+	unsigned missing;
 	char err[300];
 
 	st = store_open(&j->api->st_cfg, err, sizeof(err));
@@ -121,7 +164,22 @@ static void self_test_run(void *arg)
 		snprintf(j->err, sizeof(j->err), "cannot open the store: %s", err);
 		return;
 	}
-	j->code = lock_check_store(st, ".fencegate-selftest/probe-", err, sizeof(err));
+	j->code = lock_probe_store(st, &j->api->st_cfg, ".fencegate-selftest/probe-", &j->rep,
+				   err, sizeof(err));
+	j->probed = j->code == LOCK_OK;
+	if (j->code == LOCK_OK) {
+		/* what the dialect distrusts counts as missing too */
+		missing = lock_probe_missing(&j->rep, BACKEND_OP_LOCK);
+		if (!missing)
+			missing = backend_caps_missing(backendcaps_of(&j->rep,
+								      j->api->st_cfg.dialect),
+						       BACKEND_OP_LOCK);
+		if (missing) {
+			j->code = LOCK_ERR_UNSAFE;
+			snprintf(err, sizeof(err), "%s (%s): two writers could both hold a lock",
+				 backend_cap_lacking(missing), lock_report_seen(&j->rep, missing));
+		}
+	}
 	if (j->code != LOCK_OK)
 		snprintf(j->err, sizeof(j->err), "%s: %s", lock_strerror(j->code), err);
 	store_close(st);
@@ -247,6 +305,11 @@ static void self_test_done(void *arg)
 	struct lockapi *api = j->api;
 
 	api->self_test_done = 1;
+	if (j->probed) {
+		api->self_test_rep = j->rep;
+		api->self_test_probed = true;
+		backendcaps_publish(&j->rep, api->st_cfg.dialect);
+	}
 	/* the other workers hear of a pass, or of a verdict; a failure that
 	 * is tried again is neither yet */
 	if (j->code == LOCK_OK || j->code != LOCK_ERR_STORE || !api->base)
@@ -254,8 +317,8 @@ static void self_test_done(void *arg)
 	if (j->code == LOCK_OK) {
 		api->healthy = 1;
 		start_probe(api);
-		log_info("backend self-test passed on \"%s\": conditional writes are honoured",
-			 api->st_url);
+		log_info("backend self-test passed on \"%s\": the lock protocol's conditional "
+			 "writes are honoured", api->st_url);
 	} else {
 		snprintf(api->self_test_err, sizeof(api->self_test_err),
 			 "backend self-test failed on \"%.100s\": %.280s", api->st_url, j->err);

@@ -26,6 +26,8 @@ struct lockapi {
 	struct lockapi_fleet *fleet;    /* NULL: one worker */
 	int self_test_done;
 	char self_test_err[512];
+	struct backend_report self_test_rep; /* lockapi_health.c: the last probe */
+	bool self_test_probed;               /* self_test_rep is filled */
 	/* a self-test that failed for an I/O reason (not a verdict on the
 	 * store) runs again after retry_ms (doubling up to SELF_TEST_RETRY_MAX_MS) */
 	struct event *self_test_retry;

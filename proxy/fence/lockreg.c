@@ -7,6 +7,7 @@
  * The decision about a request is not made here (fence.c is), and entries
  * are never evicted: the count is bounded instead. */
 #include "lockreg.h"
+#include "backendcaps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ struct lockreg {
 	char *data_dir;
 	char *lock_store;
 	char *region;
+	const char *dialect;        /* static (a dialect row's name), or NULL */
 	size_t max_locks;
 	long refresh_ms;
 	long active_ms;
@@ -188,6 +190,7 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 	fail |= cfg->data_dir && !(r->data_dir = strdup(cfg->data_dir));
 	fail |= cfg->lock_store && !(r->lock_store = strdup(cfg->lock_store));
 	fail |= cfg->region && !(r->region = strdup(cfg->region));
+	r->dialect = cfg->dialect;
 	r->max_locks = cfg->max_locks ? cfg->max_locks : LOCKREG_DEFAULT_MAX_LOCKS;
 	r->refresh_ms = cfg->refresh_ms ? cfg->refresh_ms : 1000;
 	r->active_ms = cfg->active_ms ? cfg->active_ms : 30000;
@@ -410,11 +413,13 @@ static void store_url_of(struct lockreg_entry *e, struct store_config *sc, char 
 		snprintf(url, urllen, "%s", e->store_url);
 		sc->endpoint = r->s3_endpoint;
 		sc->region = r->region;
+		sc->dialect = r->dialect;
 		sc->path_style = -1;
 	} else if (r->s3_endpoint) {
 		snprintf(url, urllen, "s3://%s", e->bucket);
 		sc->endpoint = r->s3_endpoint;
 		sc->region = r->region;
+		sc->dialect = r->dialect;
 		sc->path_style = 1;
 	} else {
 		snprintf(url, urllen, "file://%s/%s", r->data_dir, e->bucket);
@@ -591,7 +596,22 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 		return;
 	}
 	if (e->reg->self_test && !e->tested && !lockmark_store_tested(e->mark)) {
-		j->code = lock_check_store(io->st, LOCKREG_PROBE_PREFIX, j->err, sizeof(j->err));
+		struct backend_report rep;
+
+		j->code = lock_check_store_report(io->st, LOCKREG_PROBE_PREFIX, &rep, j->err,
+						  sizeof(j->err));
+		if (j->code == LOCK_OK || j->code == LOCK_ERR_UNSAFE)
+			backendcaps_publish(&rep, e->reg->dialect); /* what fencing refuses */
+		if (j->code == LOCK_OK) {
+			unsigned missing = backend_caps_missing(backendcaps_of(&rep, e->reg->dialect),
+								BACKEND_OP_LOCK);
+
+			if (missing) { /* distrusted by the configured dialect */
+				snprintf(j->err, sizeof(j->err), "%s (upstream.dialect \"%s\")",
+					 backend_cap_lacking(missing), e->reg->dialect);
+				j->code = LOCK_ERR_UNSAFE;
+			}
+		}
 		if (j->code == LOCK_OK) {
 			e->tested = true; /* worker-side flag: only jobs of e touch it */
 			lockmark_set_store_tested(e->mark); /* and for the other workers */

@@ -66,6 +66,8 @@ struct lockreg_config {
 				   * "<ROOT/>locks/NAME/lock-" and ignores bucket
 				   * (S3 endpoint: AWS_ENDPOINT_URL, else AWS) */
 	const char *region;       /* S3 signing region; NULL: environment */
+	const char *dialect;      /* the S3 dialect (lock/dialect.h), a row's
+				   * static name; NULL: FENCE_S3_DIALECT, auto */
 	size_t max_locks;         /* 0: LOCKREG_DEFAULT_MAX_LOCKS */
 	long refresh_ms;          /* the freshness rule's bound (below); 0: 1000;
 				   * < 0: no rule, loaded once (unsafe) */

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct store_list_page whole, split;
 	struct s3xml_list *p;
 	enum s3xml_code a, b;
-	char code[STORE_ERRCODE_MAX], msg[STORE_ERRMSG_MAX];
+	char code[STORE_ERRCODE_MAX], msg[STORE_ERRMSG_MAX], upload_id[64];
 	size_t cut, i;
 
 	a = s3xml_parse_list(xml, size, &whole, NULL, 0);
@@ -58,6 +58,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (strlen(code) >= sizeof(code) || strlen(msg) >= sizeof(msg))
 			abort();
 	} else if (code[0] || msg[0]) {
+		abort();
+	}
+
+	/* the self-test's UploadId: set only on success, always terminated */
+	if (s3xml_parse_upload_id(xml, size, upload_id, sizeof(upload_id)) == S3XML_OK) {
+		if (!upload_id[0] || strlen(upload_id) >= sizeof(upload_id))
+			abort();
+	} else if (upload_id[0]) {
 		abort();
 	}
 	return 0;

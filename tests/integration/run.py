@@ -3,12 +3,16 @@
 Starts one moto_server on a free loopback port (stopped by PID at the end)
 and a temporary directory, then runs, against each: itest_lock (the
 protocol, in C), test_store_s3 (the S3 backend, moto only) and the fencectl
-scenarios of test_fencectl.py. Prints 'integration: N passed, N failed'."""
+scenarios of test_fencectl.py. Then the same lock suites against Ceph's
+radosgw (tests/radosgw.py: a real S3 server whose If-Match wants bare
+ETags and whose DELETE ignores If-Match), and what `fencectl check` says
+of it. Prints 'integration: N passed, N failed'."""
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
+import radosgw  # noqa: E402
 import test_fencectl  # noqa: E402
 
 BUCKET = "fence-it"
@@ -56,7 +60,44 @@ def main():
     finally:
         moto.close()
         tmp.close()
+    on_radosgw(runner)
     return runner.finish()
+
+
+def check_on_radosgw(s):
+    """fencectl check passes radosgw for locks, says If-Match goes bare, and
+    names the operations the proxy refuses there."""
+    p = test_fencectl.expect(s.ctl("check", "--json"), 0, "check on radosgw")
+    import json
+    j = json.loads(p.stdout)
+    caps = j["capabilities"]
+    assert j["ok"] and j["if_match"] == "bare", j
+    assert caps["put_if_none_match"]["ok"] and caps["race"]["ok"], caps
+    assert not caps["put_if_match_quoted"]["ok"] and caps["put_if_match_bare"]["ok"], caps
+    assert not caps["delete_if_match"]["ok"], caps
+    assert j["operations"]["delete"] == "backend ignores If-Match on DELETE", j["operations"]
+    assert j["operations"]["put"] == "ok" and j["operations"]["lock"] == "ok", j["operations"]
+
+
+def on_radosgw(runner):
+    """The lock suites against a real radosgw; a radosgw that cannot start
+    is a failure, never a skip."""
+    rgw = radosgw.start_checked(runner)
+    if rgw is None:
+        return
+    try:
+        rgw.create_bucket(BUCKET)
+        env = dict(os.environ, **harness.CREDS)
+        env["AWS_ENDPOINT_URL"] = rgw.url
+        env.pop("FENCE_STORE", None)
+        env.pop("FENCE_S3_DIALECT", None)
+        runner.check("itest_lock on radosgw",
+                     c_test("itest_lock", dict(env, FENCE_STORE="s3://" + BUCKET)))
+        s3 = test_fencectl.Store("s3://" + BUCKET, env, moto=rgw, bucket=BUCKET)
+        test_fencectl.run_all(runner, s3, "radosgw")
+        runner.check("radosgw check names what is refused", check_on_radosgw, s3)
+    finally:
+        rgw.close()
 
 
 if __name__ == "__main__":

@@ -272,6 +272,7 @@ static inline int scripted_setup(void **state)
 	unsetenv("AWS_ENDPOINT_URL");
 	unsetenv("AWS_ENDPOINT_URL_S3");
 	unsetenv("AWS_PROFILE");
+	unsetenv("FENCE_S3_DIALECT");
 	return 0;
 }
 

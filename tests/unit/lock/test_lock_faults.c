@@ -161,17 +161,34 @@ static void test_check_store(void **state)
 	f->ms->ignore_if_none_match = 1;
 	assert_int_equal(lock_check_store(&f->ms->base, NULL, f->err, sizeof(f->err)),
 			 LOCK_ERR_UNSAFE);
-	assert_non_null(strstr(f->err, "store ignores If-None-Match"));
+	assert_non_null(strstr(f->err, "ignores If-None-Match on PUT"));
 	assert_non_null(strstr(f->err, "conditional writes"));
 	assert_int_equal(f->ms->n, 0);
 
-	/* every condition is probed, and the one missing is named */
+	/* DELETE If-Match ignored: the lock protocol is safe (check passes),
+	 * the probe names what the proxy must refuse */
 	f->ms->ignore_if_none_match = 0;
 	f->ms->ignore_del_if_match = 1;
-	assert_int_equal(lock_check_store(&f->ms->base, NULL, f->err, sizeof(f->err)),
-			 LOCK_ERR_UNSAFE);
-	assert_non_null(strstr(f->err, "ignores If-Match on DELETE"));
+	assert_int_equal(lock_check_store(&f->ms->base, NULL, f->err, sizeof(f->err)), LOCK_OK);
 	assert_int_equal(f->ms->n, 0);
+	{
+		struct backend_report rep;
+
+		assert_int_equal(lock_probe_store(&f->ms->base, NULL, NULL, &rep, f->err,
+						  sizeof(f->err)), LOCK_OK);
+		assert_int_equal(f->ms->n, 0);
+		assert_true(rep.probed & CAP_DELETE_IF_MATCH);
+		assert_false(rep.caps & CAP_DELETE_IF_MATCH);
+		assert_true(rep.caps & CAP_PUT_IF_NONE_MATCH);
+		assert_true(rep.caps & CAP_PUT_IF_MATCH_QUOTED);
+		assert_false(rep.probed & CAP_RACE); /* no configuration: no race */
+		assert_int_equal(lock_probe_missing(&rep, BACKEND_OP_DELETE), CAP_DELETE_IF_MATCH);
+		assert_int_equal(lock_probe_missing(&rep, BACKEND_OP_PUT), 0);
+		assert_int_equal(lock_probe_missing(&rep, BACKEND_OP_LOCK), 0);
+		assert_string_equal(lock_report_seen(&rep, CAP_DELETE_IF_MATCH),
+				    "a delete If-Match a wrong ETag deleted the object");
+		assert_string_equal(lock_report_seen(&rep, CAP_RACE), "not probed");
+	}
 	f->ms->ignore_del_if_match = 0;
 	f->ms->no_date = 1;
 	assert_int_equal(lock_check_store(&f->ms->base, NULL, f->err, sizeof(f->err)),

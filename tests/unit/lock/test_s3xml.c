@@ -400,6 +400,33 @@ static void test_iso8601(void **state)
 	assert_int_equal(s3xml_parse_iso8601("", &t), -1);
 }
 
+/* The UploadId of a CreateMultipartUpload answer (the self-test's
+ * multipart probe): namespaced or not; missing, oversized or another
+ * document refused. */
+static void test_upload_id(void **state)
+{
+	static const char ok[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+		"<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+		"<Bucket>b</Bucket><Key>k</Key><UploadId> 2~abc-DEF </UploadId>"
+		"</InitiateMultipartUploadResult>";
+	static const char none[] = "<InitiateMultipartUploadResult><Key>k</Key>"
+				   "</InitiateMultipartUploadResult>";
+	static const char other[] = "<Error><UploadId>x</UploadId></Error>";
+	char id[16];
+
+	(void)state;
+	assert_int_equal(s3xml_parse_upload_id(ok, strlen(ok), id, sizeof(id)), S3XML_OK);
+	assert_string_equal(id, "2~abc-DEF");
+	assert_int_equal(s3xml_parse_upload_id(none, strlen(none), id, sizeof(id)),
+			 S3XML_ERR_SHAPE);
+	assert_string_equal(id, "");
+	assert_int_equal(s3xml_parse_upload_id(other, strlen(other), id, sizeof(id)),
+			 S3XML_ERR_SHAPE);
+	assert_int_equal(s3xml_parse_upload_id(ok, strlen(ok), id, 5), S3XML_ERR_SHAPE);
+	assert_int_equal(s3xml_parse_upload_id("<a", 2, id, sizeof(id)), S3XML_ERR_SYNTAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_error_body_edges),
 		cmocka_unit_test(test_huge_and_garbage),
 		cmocka_unit_test(test_iso8601),
+		cmocka_unit_test(test_upload_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
