@@ -132,8 +132,44 @@ def test_moto():
         moto.close()
 
 
+def test_fencectl_direct():
+    """The library itself, no proxy: fencectl on moto and on a directory."""
+    moto, tmp = harness.Moto(), harness.TempDir()
+    try:
+        moto.create_bucket("ctl-mark")
+        s3 = moto.client()
+        env = dict(os.environ, **harness.CREDS)
+        stores = [(["--store", "s3://ctl-mark", "--endpoint", moto.url],
+                   lambda: [o["Key"] for o in s3.list_objects_v2(
+                       Bucket="ctl-mark", Prefix="locks/").get("Contents", [])],
+                   lambda keys: s3.delete_objects(Bucket="ctl-mark", Delete={
+                       "Objects": [{"Key": k} for k in keys]})),
+                  (["--store", "file://" + tmp.path],
+                   lambda: sorted(os.listdir(os.path.join(tmp.path, "locks", "jobs"))),
+                   lambda keys: shutil.rmtree(os.path.join(tmp.path, "locks")))]
+        ctl = os.path.join(harness.BIN, "fencectl")
+        for args, files, delete in stores:
+            for want in (1, 2, 3):
+                p = harness.run([ctl] + args + ["acquire", "jobs", "--holder", "h"], env=env)
+                assert p.returncode == 0 and int(p.stdout.split()[-1]) == want, (p.stdout,
+                                                                                 p.stderr)
+                p = harness.run([ctl] + args + ["release", "jobs", str(want)], env=env)
+                assert p.returncode == 0, p.stderr
+            keys = files()
+            assert len(keys) == 3, keys
+            delete(keys)
+            p = harness.run([ctl] + args + ["acquire", "jobs", "--holder", "h"], env=env)
+            assert p.returncode == 0, p.stderr
+            assert int(p.stdout.split()[-1]) == 4, (args, p.stdout)
+    finally:
+        moto.close()
+        tmp.close()
+
+
 def main():
     r = harness.Runner("e2e epoch mark")
+    r.check("fencectl, no proxy (moto, a directory): files deleted, next epoch 4",
+            test_fencectl_direct)
     r.check("embedded store: lock files deleted, restart, next epoch above 3", test_embedded)
     r.check("moto: lock files deleted with boto3, restart, next epoch above 3", test_moto)
     r.finish()
