@@ -387,7 +387,7 @@ static void test_junk_keys_are_ignored(void **state)
 	assert_int_equal(g.epoch, 4);
 }
 
-static void test_known_latest_costs_two_requests(void **state)
+static void test_known_latest_costs_three_requests(void **state)
 {
 	struct fx *f = *state;
 	struct lock_grant g;
@@ -523,7 +523,7 @@ int main(void)
 		T(test_gc_keeps_latest),
 		T(test_pagination_over_many_epochs),
 		T(test_junk_keys_are_ignored),
-		T(test_known_latest_costs_two_requests),
+		T(test_known_latest_costs_three_requests),
 		T(test_wait_honours_lease_left),
 		T(test_wait_times_out_at_deadline),
 		T(test_wait_sees_early_release),
