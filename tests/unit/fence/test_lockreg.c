@@ -1,6 +1,7 @@
 /* test_lockreg.c — the pure parts of the lock registry (proxy/fence/lockreg.c)
  * and of the multipart table (proxy/fence/multipart.c): bucket-name rules, the
- * default prefix, high-water marks that only go up, released/lapsed
+ * default prefix, high-water marks that only go up (also when a load lists
+ * fewer files, and counting the epoch mark), released/lapsed
  * knowledge, the bounded entry count, upload-id parsing and the FIFO bound
  * of the upload table. No I/O: the registry is built without jobs. */
 #include <setjmp.h>
@@ -78,6 +79,44 @@ static void test_high_water_only_rises(void **state)
 	assert_int_equal(lockreg_raise(e, 9), 1);
 	assert_true(e->high_water == 9);
 	assert_int_equal(lockreg_raise(e, 9), 0);
+	lockreg_free(r);
+}
+
+/* A load that lists fewer or older files (deleted out of band) never lowers
+ * C, and the epoch mark it read counts in C even with no file at all. */
+static void test_load_of_deleted_files(void **state)
+{
+	struct lockreg *r = reg_new(0);
+	struct lockreg_entry *e = lockreg_get(r, "demo", "demo", 1, NULL);
+	struct lock_info info;
+
+	(void)state;
+	assert_non_null(e);
+	memset(&info, 0, sizeof(info));
+	info.epoch = 6;
+	info.mark = 6;
+	info.state = LOCK_STATE_RELEASED;
+	lockreg_note_info(e, &info);
+	assert_true(e->high_water == 6);
+	/* every file gone, the mark too (mark 0): C stays */
+	memset(&info, 0, sizeof(info));
+	info.state = LOCK_STATE_FREE;
+	lockreg_note_info(e, &info);
+	assert_true(e->high_water == 6);
+	/* an older file listed (a restored backup): C stays */
+	info.epoch = 2;
+	info.mark = 2;
+	info.state = LOCK_STATE_HELD;
+	lockreg_note_info(e, &info);
+	assert_true(e->high_water == 6);
+	/* no file, the mark says 11 (another replica's epochs, files since
+	 * deleted): C is 11, so a token 6..10 is stale */
+	memset(&info, 0, sizeof(info));
+	info.state = LOCK_STATE_FREE;
+	info.mark = 11;
+	lockreg_note_info(e, &info);
+	assert_true(e->high_water == 11);
+	assert_true(lockreg_high_water(e) == 11);
 	lockreg_free(r);
 }
 
@@ -199,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_bucket_names),
 		cmocka_unit_test(test_default_prefix),
 		cmocka_unit_test(test_high_water_only_rises),
+		cmocka_unit_test(test_load_of_deleted_files),
 		cmocka_unit_test(test_released_and_lapsed),
 		cmocka_unit_test(test_entries_bounded_and_found),
 		cmocka_unit_test(test_upload_id_parse),
