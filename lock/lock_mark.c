@@ -88,7 +88,8 @@ static int mark_parse(const char *body, size_t len, uint64_t *epoch)
 	obj = cJSON_ParseWithLength(body, len);
 	v = obj ? cJSON_GetObjectItemCaseSensitive(obj, "epoch") : NULL;
 	/* epochs stay below 2^53 (LOCK_EPOCH_MAX), where a double is exact */
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= (double)LOCK_EPOCH_MAX &&
+	if (v && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+	    v->valuedouble <= (double)LOCK_EPOCH_MAX &&
 	    (double)(uint64_t)v->valuedouble == v->valuedouble) {
 		*epoch = (uint64_t)v->valuedouble;
 		rc = 0;
