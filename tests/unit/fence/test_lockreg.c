@@ -82,39 +82,37 @@ static void test_high_water_only_rises(void **state)
 	lockreg_free(r);
 }
 
+/* What a load read: the latest file (epoch, state) and the epoch mark. */
+static void load_saw(struct lockreg_entry *e, uint64_t epoch, uint64_t mark,
+		     enum lock_state state)
+{
+	struct lock_info info;
+
+	memset(&info, 0, sizeof(info));
+	info.epoch = epoch;
+	info.mark = mark;
+	info.state = state;
+	lockreg_note_info(e, &info);
+}
+
 /* A load that lists fewer or older files (deleted out of band) never lowers
  * C, and the epoch mark it read counts in C even with no file at all. */
 static void test_load_of_deleted_files(void **state)
 {
 	struct lockreg *r = reg_new(0);
 	struct lockreg_entry *e = lockreg_get(r, "demo", "demo", 1, NULL);
-	struct lock_info info;
 
 	(void)state;
 	assert_non_null(e);
-	memset(&info, 0, sizeof(info));
-	info.epoch = 6;
-	info.mark = 6;
-	info.state = LOCK_STATE_RELEASED;
-	lockreg_note_info(e, &info);
+	load_saw(e, 6, 6, LOCK_STATE_RELEASED);
 	assert_true(e->high_water == 6);
-	/* every file gone, the mark too (mark 0): C stays */
-	memset(&info, 0, sizeof(info));
-	info.state = LOCK_STATE_FREE;
-	lockreg_note_info(e, &info);
+	load_saw(e, 0, 0, LOCK_STATE_FREE);        /* every file gone, the mark too */
 	assert_true(e->high_water == 6);
-	/* an older file listed (a restored backup): C stays */
-	info.epoch = 2;
-	info.mark = 2;
-	info.state = LOCK_STATE_HELD;
-	lockreg_note_info(e, &info);
+	load_saw(e, 2, 2, LOCK_STATE_HELD);        /* an older file (a restored backup) */
 	assert_true(e->high_water == 6);
 	/* no file, the mark says 11 (another replica's epochs, files since
 	 * deleted): C is 11, so a token 6..10 is stale */
-	memset(&info, 0, sizeof(info));
-	info.state = LOCK_STATE_FREE;
-	info.mark = 11;
-	lockreg_note_info(e, &info);
+	load_saw(e, 0, 11, LOCK_STATE_FREE);
 	assert_true(e->high_water == 11);
 	assert_true(lockreg_high_water(e) == 11);
 	lockreg_free(r);
