@@ -4,7 +4,8 @@
  * nothing of S3 or directories (store.h), nor of JSON (lock_payload.c);
  * renewing and releasing (rewriting our own epoch file) live in
  * lock_renew.c; break, gc, the backend self-test and lock listing in
- * lock_admin.c. */
+ * lock_admin.c; the epoch mark that new epochs are minted above, in
+ * lock_mark.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,7 +163,11 @@ struct lock *lock_open(struct store *st, const char *name,
 	}
 	if (!lk->prefix)
 		goto nomem;
-	if (strlen(lk->prefix) + 16 >= LOCK_KEY_MAX) {
+	lk->mark_key = malloc(LOCK_KEY_MAX);
+	if (!lk->mark_key)
+		goto nomem;
+	if (strlen(lk->prefix) + 16 >= LOCK_KEY_MAX ||
+	    lock_mark_key_of(lk->prefix, lk->mark_key, LOCK_KEY_MAX) < 0) {
 		snprintf(err, errlen, "lock prefix \"%.64s...\" is too long", lk->prefix);
 		lock_close(lk);
 		return NULL;
@@ -179,6 +184,7 @@ void lock_close(struct lock *lk)
 	if (!lk)
 		return;
 	free(lk->prefix);
+	free(lk->mark_key);
 	free(lk);
 }
 
@@ -221,6 +227,8 @@ uint64_t lock_key_epoch(const struct lock *lk, const char *key)
 void lock_cache_latest(struct lock *lk, uint64_t epoch, const struct lock_payload *p,
 		       const char *etag, int64_t last_modified)
 {
+	if (epoch > lk->floor)
+		lk->floor = epoch;
 	if (epoch < lk->latest_epoch)
 		return;
 	if (epoch > lk->latest_epoch) {
@@ -418,17 +426,41 @@ static enum lock_code latest_state(struct lock *lk, struct lock_info *info, int 
 		rc = lock_read_epoch(lk, epoch, info, &missing, NULL, err, errlen);
 		if (rc != LOCK_OK || !missing)
 			return rc;
-		/* listed but gone: a newer epoch was made and this one collected
-		 * in between; list again */
+		/* listed (or cached) but gone: a newer epoch was made and this
+		 * one collected in between, or the files were deleted out of
+		 * band. Forget the cache (the floor stays: epochs never go
+		 * back), read the mark again, and list from the start. */
+		lk->latest_epoch = 0;
+		lk->latest_key[0] = '\0';
+		lk->known = 0;
+		lk->mark_known = 0;
 	}
 	snprintf(err, errlen, "epoch file \"%s\" is listed as the latest but cannot be read "
 		 "(deleted by hand? the latest epoch file must never be deleted)", info->key);
 	return LOCK_ERR_STORE;
 }
 
+/* info->mark: the highest epoch known minted, never below info->epoch. */
+static void note_mark(struct lock *lk, struct lock_info *info)
+{
+	uint64_t m = lk->mark_epoch > lk->floor ? lk->mark_epoch : lk->floor;
+
+	info->mark = m > info->epoch ? m : info->epoch;
+}
+
 enum lock_code lock_status(struct lock *lk, struct lock_info *info, char *err, size_t errlen)
 {
-	return latest_state(lk, info, 0, err, errlen);
+	enum lock_code rc = LOCK_OK;
+
+	if (!lk->mark_known)
+		rc = lock_mark_read(lk, NULL, err, errlen);
+	if (rc == LOCK_OK)
+		rc = latest_state(lk, info, 0, err, errlen);
+	if (rc == LOCK_OK && !lk->mark_known)
+		rc = lock_mark_read(lk, NULL, err, errlen);
+	if (rc == LOCK_OK)
+		note_mark(lk, info);
+	return rc;
 }
 
 /* --- creating an epoch file ------------------------------------------------ */
@@ -567,6 +599,7 @@ static enum lock_code acquire_once(struct lock *lk, const char *holder, const ch
 	struct lock_payload p;
 	struct lock_created made;
 	enum lock_code rc;
+	uint64_t next;
 	int round;
 
 	memset(&p, 0, sizeof(p));
@@ -578,18 +611,31 @@ static enum lock_code acquire_once(struct lock *lk, const char *holder, const ch
 		return LOCK_ERR_STORE;
 	}
 	for (round = 0; round <= lk->max_create_retries; round++) {
-		rc = latest_state(lk, info, 1, err, errlen);
+		/* the mark before the listing (lock_mark.c says why); a mark
+		 * this struct lock knows is as good: its epoch's file was
+		 * created before, so the listing sees it unless files were
+		 * deleted, and a vanished latest file makes it read again */
+		rc = lk->mark_known ? LOCK_OK : lock_mark_read(lk, NULL, err, errlen);
+		if (rc == LOCK_OK)
+			rc = latest_state(lk, info, 1, err, errlen);
 		if (rc != LOCK_OK)
 			return rc;
+		note_mark(lk, info);
 		if (info->state == LOCK_STATE_HELD || info->state == LOCK_STATE_UNREADABLE)
 			return LOCK_HELD;
-		rc = lock_create_epoch(lk, info->epoch + 1, &p, client, &made, err, errlen);
+		next = info->mark + 1;
+		rc = lock_create_epoch(lk, next, &p, client, &made, err, errlen);
 		if (rc != LOCK_OK)
 			return rc;
 		if (!made.won)
 			continue; /* 412: another node won; the next round reads it */
+		rc = lock_mark_raise(lk, next, err, errlen);
+		if (rc != LOCK_OK) {
+			/* no grant: nobody holds this epoch; its lease lapses */
+			return rc;
+		}
 		memset(grant, 0, sizeof(*grant));
-		grant->epoch = info->epoch + 1;
+		grant->epoch = next;
 		lock_epoch_key(lk, grant->epoch, grant->key, sizeof(grant->key));
 		snprintf(grant->etag, sizeof(grant->etag), "%s", made.etag);
 		snprintf(grant->nonce, sizeof(grant->nonce), "%s", p.nonce);

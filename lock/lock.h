@@ -13,7 +13,10 @@
  *   LOCK_STATE_UNREADABLE  latest payload unparseable: counts as held until
  *                          Last-Modified + unreadable_hold_ms, then lapsed
  *
- * Epochs only go up. Lease time is the server's: a lease starts at the
+ * Epochs only go up, even when the epoch files are deleted out of band: each
+ * lock keeps an epoch mark (lock_mark_key_of: outside the lock-file prefix)
+ * that acquire and break raise after creating an epoch, and mint above.
+ * Lease time is the server's: a lease starts at the
  * epoch file's Last-Modified and is judged against the Date of the same
  * answer, rounded against the contender. The holder keeps its own deadline on
  * the monotonic clock from the moment it sent the create or renew.
@@ -105,6 +108,11 @@ struct lock_info {
 	int64_t server_date;            /* Unix seconds (server) */
 	int64_t remaining_ms;           /* lease left (HELD/UNREADABLE), else 0 */
 	char client[LOCK_HOLDER_MAX];   /* its writer stamp (LOCK_CLIENT_META), "" none */
+	uint64_t mark;                  /* lock_status: the highest epoch ever minted as
+					 * far as known — the epoch mark object and what
+					 * this struct lock saw, never below epoch. Above
+					 * epoch when files were deleted: no new epoch may
+					 * be at or below it */
 };
 
 /* What the holder keeps after acquiring. */
@@ -153,9 +161,38 @@ uint64_t lock_key_epoch(const struct lock *lk, const char *key);
 enum lock_code lock_latest_epoch(struct lock *lk, uint64_t *epoch,
 				 char *err, size_t errlen);
 
-/* The latest epoch and its state (list + get). */
+/* The latest epoch and its state (list + get), and info->mark (the mark
+ * object is read the first time, and again when the latest file vanished). */
 enum lock_code lock_status(struct lock *lk, struct lock_info *info,
 			   char *err, size_t errlen);
+
+/* ---- the epoch mark (lock_mark.c) ----------------------------------------- */
+
+/* The S3 error code of a proxy's 403 to a client's write of an epoch mark
+ * (it keeps the marks of the locks it guards itself); lock_mark_raise
+ * takes it as done. */
+#define LOCK_MARK_RESERVED_CODE "EpochMarkReserved"
+
+/* The key of the epoch mark of the lock whose epoch files are under prefix:
+ * its last "locks/" segment replaced by "fencing-marks/", a final "lock-"
+ * dropped, "high-water.json" appended ("locks/NAME/lock-" →
+ * "fencing-marks/NAME/high-water.json"); without a "locks/" segment,
+ * "fencing-marks/<prefix>high-water.json". Pure. Returns 0, or -1 if it
+ * does not fit in out. */
+int lock_mark_key_of(const char *prefix, char *out, size_t outlen);
+
+/* This lock's mark key. */
+const char *lock_mark_key(const struct lock *lk);
+
+/* Reads the mark (0 when there is none) into *mark (may be NULL) and the
+ * lock's cache. LOCK_ERR_STORE also for a mark that is not {"epoch":N}
+ * (fail closed: it may have been higher than every file). */
+enum lock_code lock_mark_read(struct lock *lk, uint64_t *mark, char *err, size_t errlen);
+
+/* Raises the mark to epoch unless it is already there or above: never
+ * lowers it (conditional writes, re-read on a lost race). LOCK_OK also when
+ * a proxy answered LOCK_MARK_RESERVED_CODE; LOCK_ERR_* with err. */
+enum lock_code lock_mark_raise(struct lock *lk, uint64_t epoch, char *err, size_t errlen);
 
 struct lock_acquire_opts {
 	const char *holder;   /* leaderId; NULL: "<hostname>-<pid>" */
@@ -169,7 +206,10 @@ struct lock_acquire_opts {
 	void *on_wait_arg;
 };
 
-/* Acquire: LOCK_OK and *grant filled; LOCK_HELD with *holder_info (may be
+/* Acquire: reads the mark, then the latest epoch file; if nobody holds
+ * it, creates epoch max(latest, mark, any epoch this struct lock saw) + 1,
+ * then raises the mark to it (lock_mark.c says why in this order). LOCK_OK
+ * and *grant filled only after both writes; LOCK_HELD with *holder_info (may be
  * NULL) naming the holder and its time left; LOCK_ERR_TIMEOUT when waiting
  * ran out; LOCK_ERR_STORE on failure. */
 enum lock_code lock_acquire(struct lock *lk, const struct lock_acquire_opts *ao,
@@ -195,7 +235,8 @@ enum lock_code lock_renew(struct lock *lk, struct lock_grant *grant,
 enum lock_code lock_release(struct lock *lk, struct lock_grant *grant,
 			    char *err, size_t errlen);
 
-/* Break a stuck lock: creates latest+1 already "expired" (never deletes).
+/* Break a stuck lock: creates the next epoch (above the latest file and the
+ * mark) already "expired" (never deletes), then raises the mark to it.
  * *new_epoch receives it. */
 enum lock_code lock_break(struct lock *lk, const char *holder, uint64_t *new_epoch,
 			  char *err, size_t errlen);

@@ -28,16 +28,22 @@ enum lock_code lock_break(struct lock *lk, const char *holder, uint64_t *new_epo
 		return LOCK_ERR_STORE;
 	}
 	for (round = 0; round <= lk->max_create_retries; round++) {
-		rc = lock_latest_epoch(lk, &latest, err, errlen);
+		/* the mark first, then the files; mint above both (lock_mark.c) */
+		rc = lk->mark_known ? LOCK_OK : lock_mark_read(lk, NULL, err, errlen);
+		if (rc == LOCK_OK)
+			rc = lock_latest_epoch(lk, &latest, err, errlen);
 		if (rc != LOCK_OK)
 			return rc;
+		if (lk->floor > latest)
+			latest = lk->floor;
 		rc = lock_create_epoch(lk, latest + 1, &p, NULL, &made, err, errlen);
 		if (rc != LOCK_OK)
 			return rc;
 		if (made.won) {
-			if (new_epoch)
+			rc = lock_mark_raise(lk, latest + 1, err, errlen);
+			if (rc == LOCK_OK && new_epoch)
 				*new_epoch = latest + 1;
-			return LOCK_OK;
+			return rc;
 		}
 		/* someone created latest+1 first: fence that one too */
 	}

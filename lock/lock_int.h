@@ -34,6 +34,16 @@ struct lock {
 	struct lock_payload known_payload;
 	char known_etag[STORE_ETAG_MAX];
 	int64_t known_last_modified;
+
+	/* the epoch mark (lock_mark.c) and the highest epoch this struct lock
+	 * ever saw (files, mark, its own creates): never lowered, even when
+	 * the cache above is reset because the latest file vanished */
+	char *mark_key;
+	int mark_known;                 /* mark_epoch/exists/etag are as read or written */
+	int mark_exists;
+	uint64_t mark_epoch;
+	char mark_etag[STORE_ETAG_MAX];
+	uint64_t floor;
 };
 
 /* The result of one create (If-None-Match "*") of an epoch file, ambiguous

@@ -219,6 +219,11 @@ int policy_prefix_matches(const char *prefix, const char *path);
  * policy->unrouted_writes). */
 const struct policy_route *policy_route_for(const struct policy *p, const char *path);
 
+/* The route policy_route_for would pick if ASCII case were ignored (a
+ * downstream that folds case applies the write there), or NULL. Matching
+ * stays case-sensitive; a caller refuses a write where the two differ. */
+const struct policy_route *policy_route_for_nocase(const struct policy *p, const char *path);
+
 /* The lock with that name, or NULL. */
 const struct policy_lock *policy_lock_by_name(const struct policy *p, const char *name);
 

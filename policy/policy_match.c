@@ -6,6 +6,7 @@
  * I/O, safe from any thread while the caller holds a reference. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
@@ -15,18 +16,23 @@
 #include "policy.h"
 #include "policy_int.h"
 
-int policy_prefix_matches(const char *prefix, const char *path)
+static int prefix_matches(const char *prefix, const char *path, bool nocase)
 {
 	size_t n;
 
 	if (!prefix || !path)
 		return 0;
 	n = strlen(prefix);
-	if (strncmp(prefix, path, n) != 0)
+	if ((nocase ? strncasecmp(prefix, path, n) : strncmp(prefix, path, n)) != 0)
 		return 0;
 	if (n > 0 && prefix[n - 1] == '/')
 		return 1;
 	return path[n] == '\0' || path[n] == '/';
+}
+
+int policy_prefix_matches(const char *prefix, const char *path)
+{
+	return prefix_matches(prefix, path, false);
 }
 
 enum policy_pick policy_pick_lock(const struct policy *p, const char *path, const char *named,
@@ -53,6 +59,14 @@ const struct policy_route *policy_route_for(const struct policy *p, const char *
 	/* routes are sorted longest prefix first: the first match wins */
 	for (size_t i = 0; p && i < p->nroutes; i++)
 		if (policy_prefix_matches(p->routes[i].prefix, path))
+			return &p->routes[i];
+	return NULL;
+}
+
+const struct policy_route *policy_route_for_nocase(const struct policy *p, const char *path)
+{
+	for (size_t i = 0; p && i < p->nroutes; i++)
+		if (prefix_matches(p->routes[i].prefix, path, true))
 			return &p->routes[i];
 	return NULL;
 }

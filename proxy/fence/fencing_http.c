@@ -3,8 +3,14 @@
  * (config) or X-Fencing-Lock (no config, or a route that allows it); the
  * decision is fence_decide's; an allowed write passes the lock's epoch
  * barrier (barrier.h) and is forwarded with X-Fencing-Token: T and
- * X-Fencing-Lock: NAME, whatever header the token came in. */
+ * X-Fencing-Lock: NAME, whatever header the token came in.
+ *
+ * Routes match what the downstream will see: a state-changing request whose
+ * raw path a downstream could read as another path (httppath.h) is refused
+ * before any route is matched, and so is a write whose path would match
+ * another route if case were ignored (a downstream that folds case). */
 #include "fencing_int.h"
+#include "httppath.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -14,6 +20,7 @@
 
 #include "ops/log.h"
 #include "policy/policy.h"
+#include "wire/method.h"
 
 /* ---- HTTP mode ------------------------------------------------------------
  *
@@ -148,6 +155,33 @@ enum proxy_action fencing_http_admit(struct freq *fr)
 	return PROXY_SUSPEND;
 }
 
+/* 1 if method may change state here: a write method (METHOD_WRITES), or a
+ * read method that some route fences. */
+static bool may_change_state(const struct policy *pol, const char *method)
+{
+	unsigned bit = method_bit(method);
+
+	if (bit & METHOD_WRITES)
+		return true;
+	for (size_t i = 0; pol && i < pol->nroutes; i++)
+		if (pol->routes[i].methods & bit)
+			return true;
+	return false;
+}
+
+/* The route a write's path matches only when ASCII case is ignored, when it
+ * differs from route (the case-sensitive match), else NULL. With
+ * unrouted_writes "reject", a path no route matches is refused anyway. */
+static const struct policy_route *case_folded_route(const struct policy *pol, const char *path,
+						    const struct policy_route *route)
+{
+	const struct policy_route *folded = policy_route_for_nocase(pol, path);
+
+	if (folded == route || (!route && pol->unrouted_writes == POLICY_UNROUTED_REJECT))
+		return NULL;
+	return folded;
+}
+
 /* The lock of a write in HTTP mode: from the policy's route, or without a
  * config from X-Fencing-Lock. Returns the entry, or NULL after replying
  * (*act set) or when the request is not fenced at all (*act = PASS). */
@@ -183,6 +217,19 @@ static struct lockreg_entry *http_lock_for(struct freq *fr, enum proxy_action *a
 			return NULL;
 		}
 		pick = policy_pick_lock(pol, path, ls == TOKEN_LOCK_OK ? name : NULL, &route, &pl);
+		if (may_change_state(pol, proxy_req_method(req))) {
+			const struct policy_route *folded = case_folded_route(pol, path, route);
+			char msg[320];
+
+			if (folded) {
+				snprintf(msg, sizeof(msg), "the path matches route \"%.200s\" only if "
+					 "case is ignored: routes match case-sensitively; send the "
+					 "route's exact case", folded->prefix);
+				fr->verdict = "refused";
+				fencing_reply_error(fr, 400, "InvalidURI", msg, false, 0);
+				return NULL;
+			}
+		}
 		if (route) {
 			fr->fenced_methods = route->methods;
 			fr->strict = route->strict;
@@ -242,9 +289,14 @@ enum proxy_action fencing_http_on_request(struct fencing *f, struct freq *fr)
 {
 	struct proxy_req *req = fr->req;
 	enum proxy_action act;
+	const char *ambiguous;
 
-	(void)f;
 	fr->kind = S3_OBJECT_ATTR; /* lock level only: no object CAS */
+	if (may_change_state(f->policy, proxy_req_method(req)) &&
+	    (ambiguous = httppath_ambiguity(proxy_req_path(req)))) {
+		fr->verdict = "refused";
+		return fencing_reply_error(fr, 400, "InvalidURI", ambiguous, false, 0);
+	}
 	fr->key = strdup(proxy_req_path(req));
 	if (!fr->key)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);

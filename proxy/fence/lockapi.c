@@ -7,6 +7,7 @@
  * the lock's other work (loads, lookups) is never stuck behind it. It does
  * not fence data writes. */
 #include "lockapi_int.h"
+#include "lockapi_args.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,8 +20,6 @@
 #include "ops/log.h"
 #include "wire/s3err.h"
 
-#define LOCKAPI_BODY_MAX 16384
-#define LOCKAPI_TTL_MAX (24LL * 3600 * 1000)
 
 
 enum api_op { API_ACQUIRE, API_RENEW, API_RELEASE, API_STATUS };
@@ -391,85 +390,34 @@ static int body_cb(struct proxy_req *req, const char *data, size_t len, void *ar
 	return 0;
 }
 
-/* Reads an integer member; returns 0 (absent: *out untouched), 1, or -1. */
-static int json_int(const cJSON *obj, const char *name, int64_t min, int64_t max, int64_t *out)
+/* Parses the body into ar's arguments. Returns 0, or -1 with the message
+ * for a 400 in err. */
+static int parse_args(struct api_req *ar, char *err, size_t errlen)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+	struct lockapi_args args;
 
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble ||
-	    v->valuedouble < (double)min || v->valuedouble > (double)max)
+	if (ar->too_big) {
+		snprintf(err, errlen, "the body is larger than 16 KiB");
 		return -1;
-	*out = (int64_t)v->valuedouble;
-	return 1;
-}
-
-/* Parses the body into ar's arguments. Returns NULL or an error message. */
-static const char *parse_args(struct api_req *ar)
-{
-	cJSON *obj = NULL;
-	const cJSON *v;
-	const char *bad = NULL, *end = NULL;
-	int64_t n = 0;
-
-	ar->ttl_ms = 30000;
-	if (ar->too_big)
-		return "the body is larger than 16 KiB";
-	if (ar->body_len == 0) {
-		if (ar->op == API_ACQUIRE)
-			return NULL;
-		return "a JSON body with \"epoch\" is required";
 	}
-	obj = cJSON_ParseWithLengthOpts(ar->body, ar->body_len, &end, 0);
-	if (!obj || !cJSON_IsObject(obj)) {
-		bad = "the body is not a JSON object";
-		goto out;
-	}
-	while (end < ar->body + ar->body_len && strchr(" \t\r\n", *end) && *end)
-		end++;
-	if (end != ar->body + ar->body_len) {
-		bad = "the body has data after its JSON object";
-		goto out;
-	}
-	if (json_int(obj, "ttlMs", 1, LOCKAPI_TTL_MAX, &ar->ttl_ms) < 0) {
-		bad = "\"ttlMs\" must be an integer from 1 to 86400000";
-		goto out;
-	}
-	if (json_int(obj, "waitMs", 0, ar->api->max_wait_ms, &ar->wait_ms) < 0) {
-		bad = "\"waitMs\" must be an integer from 0 to the configured maximum";
-		goto out;
-	}
-	v = cJSON_GetObjectItemCaseSensitive(obj, "holder");
-	if (v && !cJSON_IsNull(v)) {
-		if (!cJSON_IsString(v) || !v->valuestring[0] ||
-		    strlen(v->valuestring) >= sizeof(ar->holder)) {
-			bad = "\"holder\" must be a non-empty string of at most 255 bytes";
-			goto out;
-		}
-		snprintf(ar->holder, sizeof(ar->holder), "%s", v->valuestring);
-	}
-	if (ar->op != API_ACQUIRE) {
-		if (json_int(obj, "epoch", 1, (int64_t)9007199254740991LL, &n) != 1) {
-			bad = "\"epoch\" must be a positive integer";
-			goto out;
-		}
-		ar->epoch = (uint64_t)n;
-	}
-out:
-	cJSON_Delete(obj);
-	return bad;
+	if (lockapi_args_parse(ar->body, ar->body_len, ar->op != API_ACQUIRE,
+			       ar->api->max_wait_ms, &args, err, errlen) < 0)
+		return -1;
+	memcpy(ar->holder, args.holder, sizeof(ar->holder));
+	ar->ttl_ms = args.ttl_ms;
+	ar->wait_ms = args.wait_ms;
+	ar->epoch = args.epoch;
+	return 0;
 }
 
 static void body_end(struct proxy_req *req, int ok, void *arg)
 {
 	struct api_req *ar = arg;
-	const char *bad;
+	char bad[200];
 
 	if (!ok)
 		return;
-	bad = parse_args(ar);
-	if (bad) {
+	if (parse_args(ar, bad, sizeof(bad)) < 0) {
 		lockapi_reply_err(req, 400, "InvalidArgument", bad);
 		return;
 	}

@@ -1,12 +1,22 @@
 /* lockkey.c — decides whether a request on a lock file may go through the
  * proxy's S3 API: epoch files are created only as latest+1 while the lock is
- * free (or as a break), rewritten only conditionally, deleted only when old.
+ * free (or as a break), rewritten only conditionally, deleted only when old;
+ * the lock's epoch mark (lock_mark_key_of) is read-only to clients.
  * It does no I/O: the caller lists the lock and buffers the body first. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "lockkey.h"
+
+/* 1 if key is the epoch mark of the lock whose files are under prefix. */
+static int is_mark_key(const char *key, const char *prefix)
+{
+	char mark[LOCKKEY_KEY_MAX];
+
+	return key && prefix && *prefix && lock_mark_key_of(prefix, mark, sizeof(mark)) == 0 &&
+	       strcmp(key, mark) == 0;
+}
 
 int lockkey_under_prefix(const char *key, const char *prefix)
 {
@@ -15,7 +25,7 @@ int lockkey_under_prefix(const char *key, const char *prefix)
 	if (!key || !prefix || !*prefix)
 		return 0;
 	plen = strlen(prefix);
-	return strncmp(key, prefix, plen) == 0;
+	return strncmp(key, prefix, plen) == 0 || is_mark_key(key, prefix);
 }
 
 enum lockkey_class lockkey_classify(const char *key, const char *prefix, uint64_t *epoch)
@@ -25,6 +35,8 @@ enum lockkey_class lockkey_classify(const char *key, const char *prefix, uint64_
 	uint64_t v = 0;
 	size_t ndigits;
 
+	if (is_mark_key(key, prefix))
+		return LOCKKEY_EPOCH_MARK;
 	if (!lockkey_under_prefix(key, prefix))
 		return LOCKKEY_NOT_LOCK;
 	digits = key + strlen(prefix);
@@ -199,6 +211,11 @@ void lockkey_decide(const struct lockkey_request *req, struct lockkey_decision *
 	out->epoch = cls == LOCKKEY_EPOCH_FILE ? epoch : 0;
 	if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
 		out->verdict = LOCKKEY_READ_PASS;
+		return;
+	}
+	if (cls == LOCKKEY_EPOCH_MARK) {
+		REFUSE(403, LOCK_MARK_RESERVED_CODE, "the epoch mark of this lock is kept by the "
+		       "proxy (raised to every epoch created through it); clients only read it");
 		return;
 	}
 	if (strcmp(m, "PUT") != 0 && strcmp(m, "DELETE") != 0) {

@@ -19,6 +19,11 @@
  *   delete   DELETE of an epoch older than the latest (garbage collection);
  *            never the latest
  *
+ * The lock's epoch mark (lock_mark_key_of(prefix), outside the prefix) is a
+ * lock key too: reads pass, every write is refused 403
+ * LOCK_MARK_RESERVED_CODE (the proxy raises it itself: a client that could
+ * write it could fence everyone out, or lower it).
+ *
  * Reads (GET, HEAD) pass. Anything else — other methods, copies, multipart,
  * a key under the prefix that is not exactly "<prefix>%010llu.json" with
  * epoch >= 1 — is refused. Pure: no I/O, no clock, no allocation. The caller
@@ -42,7 +47,8 @@
  *   409 LockLost                 rewrite of an epoch below the latest, or
  *                                reviving a released or lapsed latest
  *   409 LockHolderMismatch       a live rewrite naming another holder
- *   409 LockFileIsLatest         delete of the latest epoch file (or above) */
+ *   409 LockFileIsLatest         delete of the latest epoch file (or above)
+ *   403 EpochMarkReserved        any write of the lock's epoch mark */
 #ifndef FENCE_LOCKKEY_H
 #define FENCE_LOCKKEY_H
 
@@ -58,7 +64,10 @@ enum lockkey_class {
 	LOCKKEY_NOT_LOCK = 0,   /* key not under the prefix: data, fence it */
 	LOCKKEY_EPOCH_FILE,     /* exactly "<prefix>%010llu.json", epoch >= 1 */
 	LOCKKEY_MALFORMED,      /* under the prefix, but not an epoch file */
+	LOCKKEY_EPOCH_MARK,     /* the lock's epoch mark (lock_mark_key_of) */
 };
+
+#define LOCKKEY_KEY_MAX 1100
 
 /* Classifies key against prefix (both NUL-terminated; an empty prefix
  * matches nothing). On LOCKKEY_EPOCH_FILE stores the epoch in *epoch (may be
@@ -66,7 +75,8 @@ enum lockkey_class {
  * zero-padded, or more digits without a leading zero. */
 enum lockkey_class lockkey_classify(const char *key, const char *prefix, uint64_t *epoch);
 
-/* 1 if key starts with prefix (and prefix is not empty), else 0. */
+/* 1 if key starts with prefix (and prefix is not empty), or is the lock's
+ * epoch mark, else 0. */
 int lockkey_under_prefix(const char *key, const char *prefix);
 
 enum lockkey_verdict {

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "ops/log.h"
+
 #define LOCKREG_HASH_SIZE 4096
 #define LOCKREG_PROBE_PREFIX ".fencegate-selftest/probe-"
 
@@ -147,6 +149,9 @@ void lockreg_note_info(struct lockreg_entry *e, const struct lock_info *info)
 {
 	int64_t lease_end = 0;
 
+	/* the epoch mark is part of C: files deleted out of band never lower
+	 * it, and an epoch minted above them is the next one, not a forgery */
+	lockreg_raise(e, info->mark);
 	if (info->epoch == 0)
 		return;
 	if (info->state == LOCK_STATE_HELD || info->state == LOCK_STATE_UNREADABLE)
@@ -582,7 +587,34 @@ struct load_job {
 	int64_t took_ms;    /* the store calls' time, on the worker */
 	bool no_bucket;     /* failed: the bucket does not exist */
 	char err[256];
+	char mark_err[256]; /* the epoch mark could not be raised ("" none) */
 };
+
+/* Raises the store's epoch mark to what this proxy knows was minted (the
+ * latest file listed, C: epochs it granted, files created through its S3
+ * API, and stamps it saw), when the mark is below: the mark then survives
+ * a deletion of the files even for epochs that clients made without
+ * writing it (the TypeScript client; a lock file written through the S3
+ * API, whose mark the guard refuses to clients). A failure is kept for
+ * the log line of the load but does not fail it: the next load retries. */
+static void repair_mark(struct lockreg_entry *e, struct lockreg_io *io, struct load_job *j)
+{
+	uint64_t known = lockreg_high_water(e);
+	char err[256];
+
+	if (j->info.mark > known)
+		known = j->info.mark;   /* >= the latest file listed */
+	if (known <= e->mark_synced)
+		return;                 /* the steady state: no I/O */
+	/* read it first: the client that made the epoch has usually raised
+	 * it already (one GET, no conditional write that would lose) */
+	if (lock_mark_read(io->lk, NULL, err, sizeof(err)) != LOCK_OK ||
+	    lock_mark_raise(io->lk, known, err, sizeof(err)) != LOCK_OK) {
+		snprintf(j->mark_err, sizeof(j->mark_err), "%s", err);
+		return;
+	}
+	e->mark_synced = known;  /* worker-side: only jobs of e touch it */
+}
 
 static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 {
@@ -619,6 +651,8 @@ static void load_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	}
 	if (j->code == LOCK_OK)
 		j->code = lock_status(io->lk, &j->info, j->err, sizeof(j->err));
+	if (j->code == LOCK_OK)
+		repair_mark(e, io, j);
 	if (j->code == LOCK_ERR_STORE)
 		j->no_bucket = lockreg_bucket_missing(io->st);
 	j->took_ms = lockreg_mono_ms() - t0;
@@ -651,6 +685,8 @@ static void load_done(struct lockreg_entry *e, void *arg)
 		if (!ok)
 			metrics_add(e->reg->metrics->store_errors, (const char *[]){ "load" }, 1);
 	}
+	if (j->mark_err[0])
+		log_warn("lock \"%s\": the epoch mark was not raised: %s", e->name, j->mark_err);
 	if (ok) {
 		lockreg_note_info(e, &j->info);
 		e->loaded = true;

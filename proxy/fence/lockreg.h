@@ -127,6 +127,8 @@ struct lockreg_entry {
 	bool busy;
 	bool loading;
 	bool tested;                 /* self-test passed (worker-side flag) */
+	uint64_t mark_synced;        /* worker-side: the store's epoch mark was
+				      * checked to be at least this */
 	struct store *st;            /* used by one job at a time */
 	struct lock *lk;
 	struct lockmark *mark;       /* shared C (lockmarks.h), or NULL */

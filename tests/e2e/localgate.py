@@ -82,10 +82,12 @@ def on_disk(g, bucket, key):
 
 
 def disk_keys(g, bucket):
-    """Every object file of bucket (not the store's own, not lock files)."""
+    """Every object file of bucket (not the store's own, not lock files nor
+    the locks' epoch marks)."""
     root, out = os.path.join(g.data, bucket), []
     for d, dirs, files in os.walk(root):
-        dirs[:] = [x for x in dirs if x != ".fencegate" and not (d == root and x == "locks")]
+        dirs[:] = [x for x in dirs if x != ".fencegate" and
+                   not (d == root and x in ("locks", "fencing-marks"))]
         out += [os.path.relpath(os.path.join(d, f), root) for f in files]
     return sorted(out)
 

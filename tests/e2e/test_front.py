@@ -528,11 +528,12 @@ def test_s3_operations(g, moto):
     listed = s3.list_objects_v2(Bucket="fg-ops", Prefix="dir/")
     assert [o["Key"] for o in listed["Contents"]] == ["dir/a.txt", "dir/b.txt"]
     # the bucket also holds the lock's files under locks/fg-ops/ (one so far)
+    # and its epoch mark under fencing-marks/fg-ops/
     page = s3.list_objects_v2(Bucket="fg-ops", MaxKeys=1)
     assert page["IsTruncated"] and page["KeyCount"] == 1
     page2 = s3.list_objects_v2(Bucket="fg-ops", MaxKeys=5,
                                ContinuationToken=page["NextContinuationToken"])
-    assert len(page2["Contents"]) == 3, page2["Contents"]
+    assert len(page2["Contents"]) == 4, page2["Contents"]
     # a fenced CopyObject with REPLACE: the request's metadata and the stamp
     # (COPY is test_fencing.py's multipart test)
     fs3.copy_object(Bucket="fg-ops", Key="copy.txt", MetadataDirective="REPLACE",

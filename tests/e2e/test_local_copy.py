@@ -82,7 +82,7 @@ def t_versions_acl_owner(g):
     v = c.list_object_versions(Bucket="va-bucket", Prefix="", Delimiter="/")
     assert [(x["Key"], x["VersionId"], x["IsLatest"]) for x in v["Versions"]] == \
         [("b", "null", True)], v
-    assert [p["Prefix"] for p in v["CommonPrefixes"]] == ["a/", "locks/"], v
+    assert [p["Prefix"] for p in v["CommonPrefixes"]] == ["a/", "fencing-marks/", "locks/"], v
     v = c.list_object_versions(Bucket="va-bucket", Prefix="a/", MaxKeys=1)
     assert [x["Key"] for x in v["Versions"]] == ["a/1"] and v["IsTruncated"], v
     v = c.list_object_versions(Bucket="va-bucket", Prefix="a/", KeyMarker=v["NextKeyMarker"])

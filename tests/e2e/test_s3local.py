@@ -346,7 +346,8 @@ def t_list_v2(g):
     keys = ["a.txt", "b/1", "b/2", "b/c/3", "c d/e", "d", "e/f/g", "e/h", "z"]
     for k in keys:
         c.put_object(Bucket="list-bucket", Key=k, Body=k.encode())
-    lock_prefix = "locks/"   # lock files of the fencing handler live in the bucket
+    # lock files and epoch marks of the fencing handler live in the bucket
+    lock_prefix = ("locks/", "fencing-marks/")
     r = c.list_objects_v2(Bucket="list-bucket")
     got = [o["Key"] for o in r["Contents"] if not o["Key"].startswith(lock_prefix)]
     assert got == keys, got
@@ -359,7 +360,7 @@ def t_list_v2(g):
     assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["b/c/"], r
     assert r["KeyCount"] == 3
     r = c.list_objects_v2(Bucket="list-bucket", Delimiter="/")
-    assert [p["Prefix"] for p in r["CommonPrefixes"] if p["Prefix"] != lock_prefix] == \
+    assert [p["Prefix"] for p in r["CommonPrefixes"] if p["Prefix"] not in lock_prefix] == \
         ["b/", "c d/", "e/"], r["CommonPrefixes"]
     assert [o["Key"] for o in r["Contents"]] == ["a.txt", "d", "z"]
     # pagination: the paginator with pages of 2, delimiter and without
@@ -369,7 +370,7 @@ def t_list_v2(g):
     for p in pages:
         assert p["KeyCount"] <= 2
         items += [o["Key"] for o in p.get("Contents", [])] + [x["Prefix"] for x in p.get("CommonPrefixes", [])]
-    assert sorted(i for i in items if i != lock_prefix) == ["a.txt", "b/", "c d/", "d", "e/", "z"], items
+    assert sorted(i for i in items if i not in lock_prefix) == ["a.txt", "b/", "c d/", "d", "e/", "z"], items
     assert len(items) == len(set(items)), items
     assert len(pages) >= 3 and pages[0]["IsTruncated"] and "NextContinuationToken" in pages[0]
     pages = list(c.get_paginator("list_objects_v2").paginate(
@@ -406,7 +407,8 @@ def t_list_v1(g):
     r = c.list_objects(Bucket="listv1-bucket", Prefix="k", Marker="k2")
     assert [o["Key"] for o in r["Contents"]] == ["k3"] and r["IsTruncated"] is False
     r = c.list_objects(Bucket="listv1-bucket", Delimiter="/", Prefix="", Marker="k3")
-    assert [p["Prefix"] for p in r.get("CommonPrefixes", []) if p["Prefix"] != "locks/"] == ["p/"], r
+    assert [p["Prefix"] for p in r.get("CommonPrefixes", [])
+            if p["Prefix"] not in ("locks/", "fencing-marks/")] == ["p/"], r
     assert "Contents" not in r, r
     pages = list(c.get_paginator("list_objects").paginate(
         Bucket="listv1-bucket", Prefix="k", PaginationConfig={"PageSize": 1}))
@@ -463,7 +465,8 @@ def t_any_keys(g):
         assert st == 200 and body == key.encode(), (raw, st, body)
     listed = [o["Key"] for o in c.list_objects_v2(Bucket="keys-bucket",
                                                    EncodingType="url")["Contents"]]
-    listed = [urllib.parse.unquote(k) for k in listed if not k.startswith("locks/")]
+    listed = [urllib.parse.unquote(k) for k in listed
+              if not k.startswith(("locks/", "fencing-marks/"))]
     assert listed == sorted(keys.values(), key=lambda k: k.encode()), listed
     for path, code in (("/keys-bucket/nul%00byte", b"InvalidURI"),
                        ("/keys-bucket/" + "k" * 1025, b"KeyTooLongError")):

@@ -265,6 +265,41 @@ static void test_other_methods(void **state)
 	assert_string_equal(lockkey_strverdict(LOCKKEY_ALLOW_CREATE), "allow_create");
 }
 
+/* The lock's epoch mark, outside the prefix: a lock key that clients only
+ * read, whatever the write (create, rewrite, delete, copy, a high value). */
+static void test_epoch_mark(void **state)
+{
+	static const char *const writes[] = { "PUT", "DELETE", "POST", NULL };
+	char mark[200];
+	struct lockkey_request r;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(lock_mark_key_of(PREFIX, mark, sizeof(mark)), 0);
+	assert_null(strstr(mark, PREFIX));           /* not under the lock prefix */
+	assert_int_equal(lockkey_classify(mark, PREFIX, NULL), LOCKKEY_EPOCH_MARK);
+	assert_int_equal(lockkey_under_prefix(mark, PREFIX), 1);
+	assert_int_equal(lockkey_classify(mark, "locks/other/lock-", NULL), LOCKKEY_NOT_LOCK);
+	for (i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
+		r = put(8, "*", NULL, "{\"epoch\":9999999999}", 7, LOCK_STATE_RELEASED);
+		r.key = mark;
+		r.method = writes[i];
+		expect(&r, LOCKKEY_REFUSE, 403, LOCK_MARK_RESERVED_CODE);
+		r.if_none_match = NULL;
+		r.if_match = "\"etag\"";
+		r.copy_or_multipart = true;
+		expect(&r, LOCKKEY_REFUSE, 403, LOCK_MARK_RESERVED_CODE);
+	}
+	r.method = "GET";
+	expect(&r, LOCKKEY_READ_PASS, 0, NULL);
+	r.method = "HEAD";
+	expect(&r, LOCKKEY_READ_PASS, 0, NULL);
+	/* a key near it is data */
+	r.key = "fencing-marks/inv/high-water.json.bak";
+	r.method = "PUT";
+	expect(&r, LOCKKEY_NOT_LOCK_KEY, 0, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_create),
 		cmocka_unit_test(test_rewrite),
 		cmocka_unit_test(test_other_methods),
+		cmocka_unit_test(test_epoch_mark),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

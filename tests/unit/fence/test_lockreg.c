@@ -1,6 +1,7 @@
 /* test_lockreg.c — the pure parts of the lock registry (proxy/fence/lockreg.c)
  * and of the multipart table (proxy/fence/multipart.c): bucket-name rules, the
- * default prefix, high-water marks that only go up, released/lapsed
+ * default prefix, high-water marks that only go up (also when a load lists
+ * fewer files, and counting the epoch mark), released/lapsed
  * knowledge, the bounded entry count, upload-id parsing and the FIFO bound
  * of the upload table. No I/O: the registry is built without jobs. */
 #include <setjmp.h>
@@ -78,6 +79,42 @@ static void test_high_water_only_rises(void **state)
 	assert_int_equal(lockreg_raise(e, 9), 1);
 	assert_true(e->high_water == 9);
 	assert_int_equal(lockreg_raise(e, 9), 0);
+	lockreg_free(r);
+}
+
+/* What a load read: the latest file (epoch, state) and the epoch mark. */
+static void load_saw(struct lockreg_entry *e, uint64_t epoch, uint64_t mark,
+		     enum lock_state state)
+{
+	struct lock_info info;
+
+	memset(&info, 0, sizeof(info));
+	info.epoch = epoch;
+	info.mark = mark;
+	info.state = state;
+	lockreg_note_info(e, &info);
+}
+
+/* A load that lists fewer or older files (deleted out of band) never lowers
+ * C, and the epoch mark it read counts in C even with no file at all. */
+static void test_load_of_deleted_files(void **state)
+{
+	struct lockreg *r = reg_new(0);
+	struct lockreg_entry *e = lockreg_get(r, "demo", "demo", 1, NULL);
+
+	(void)state;
+	assert_non_null(e);
+	load_saw(e, 6, 6, LOCK_STATE_RELEASED);
+	assert_true(e->high_water == 6);
+	load_saw(e, 0, 0, LOCK_STATE_FREE);        /* every file gone, the mark too */
+	assert_true(e->high_water == 6);
+	load_saw(e, 2, 2, LOCK_STATE_HELD);        /* an older file (a restored backup) */
+	assert_true(e->high_water == 6);
+	/* no file, the mark says 11 (another replica's epochs, files since
+	 * deleted): C is 11, so a token 6..10 is stale */
+	load_saw(e, 0, 11, LOCK_STATE_FREE);
+	assert_true(e->high_water == 11);
+	assert_true(lockreg_high_water(e) == 11);
 	lockreg_free(r);
 }
 
@@ -199,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_bucket_names),
 		cmocka_unit_test(test_default_prefix),
 		cmocka_unit_test(test_high_water_only_rises),
+		cmocka_unit_test(test_load_of_deleted_files),
 		cmocka_unit_test(test_released_and_lapsed),
 		cmocka_unit_test(test_entries_bounded_and_found),
 		cmocka_unit_test(test_upload_id_parse),

@@ -58,6 +58,7 @@ enum fault {
 	F_OTHER_FIRST,     /* another client's file lands just before ours */
 	F_SLOW,            /* applied, answered slow_ms later (the clock moves) */
 	F_NEWER_AFTER,     /* applied, then epoch+1 is created (a break lands) */
+	F_RESERVED,        /* 403 EpochMarkReserved (a proxy keeps the mark), nothing written */
 };
 
 struct memobj {
@@ -203,6 +204,10 @@ static inline enum store_code ms_put(struct store *st, const char *key, const vo
 	case F_CONFLICT:
 		ms_answer(ms, res, STORE_CONFLICT, 409);
 		return STORE_CONFLICT;
+	case F_RESERVED:
+		ms_answer(ms, res, STORE_ERR_DENIED, 403);
+		snprintf(res->err_code, sizeof(res->err_code), "%s", LOCK_MARK_RESERVED_CODE);
+		return STORE_ERR_DENIED;
 	case F_OTHER_THEN_IO:
 		ms_write(ms, key, OTHER_PAYLOAD, strlen(OTHER_PAYLOAD));
 		ms_answer(ms, res, STORE_ERR_IO, 0);

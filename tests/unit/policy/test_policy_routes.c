@@ -1,5 +1,5 @@
 /* test_policy_routes.c — what a loaded configuration (policy/) decides:
- * longest-prefix routing, permissions (including who may break a lock),
+ * longest-prefix routing (and what it would pick if case were ignored), permissions (including who may break a lock),
  * which lock a request takes, http mode, and decoding the request path. */
 #include "policy_test.h"
 
@@ -52,6 +52,16 @@ static void test_longest_prefix(void **state)
 	assert_int_equal(policy_prefix_matches("/", "/anything"), 1);
 	assert_int_equal(policy_prefix_matches("/a/b", "/a/bc"), 0);
 	assert_int_equal(policy_prefix_matches("/a/b", "/a/b/c"), 1);
+	assert_int_equal(policy_prefix_matches("/a/b", "/A/b/c"), 0);   /* case-sensitive */
+	/* ignoring case: the route a downstream that folds case would apply */
+	assert_string_equal(policy_route_for_nocase(p, "/BKT/Invoices/2024/x")->lock->name, "y2024");
+	assert_string_equal(policy_route_for_nocase(p, "/bkt/INVOICES/x")->lock->name, "inv");
+	assert_string_equal(policy_route_for(p, "/bkt/INVOICES/x")->lock->name, "all");
+	assert_string_equal(policy_route_for_nocase(p, "/bkt/invoices/x")->lock->name, "inv");
+	assert_null(policy_route_for_nocase(p, "/BKTX/a"));
+	assert_null(policy_route_for(p, "/BKT/a"));
+	assert_string_equal(policy_route_for_nocase(p, "/BKT/a")->lock->name, "all");
+	assert_null(policy_route_for_nocase(NULL, "/bkt/x"));
 	policy_free(p);
 }
 
