@@ -109,6 +109,14 @@ static void guard_run(struct lockreg_entry *e, struct lockreg_io *io, void *arg)
 	lr.latest_state = j->latest.state;
 	lr.latest_payload = j->latest.state == LOCK_STATE_UNREADABLE ||
 			    j->latest.state == LOCK_STATE_FREE ? NULL : &j->latest.payload;
+	if (j->latest.mark > j->latest.epoch) {
+		/* the files above the mark's epoch are gone (deleted out of
+		 * band): the next create is mark + 1, and nothing below it
+		 * may be renewed; the lost latest counts as released */
+		lr.latest_epoch = j->latest.mark;
+		lr.latest_state = LOCK_STATE_RELEASED;
+		lr.latest_payload = NULL;
+	}
 	lockkey_decide(&lr, &j->d);
 	if ((j->d.verdict == LOCKKEY_ALLOW_CREATE || j->d.verdict == LOCKKEY_ALLOW_REWRITE) &&
 	    guard_break_rule(j, io) < 0) {
