@@ -108,6 +108,7 @@ static const char *reload_blocker(const struct policy *cur, const struct policy 
 	if (!same_str(cur->upstream.region, next->upstream.region) ||
 	    !same_str(cur->upstream.profile, next->upstream.profile) ||
 	    !same_str(cur->upstream.ca_bundle, next->upstream.ca_bundle) ||
+	    !same_str(cur->upstream.dialect, next->upstream.dialect) ||
 	    cur->upstream.verify != next->upstream.verify)
 		return "upstream";
 	if (!same_str(cur->data_dir, next->data_dir))
