@@ -112,11 +112,12 @@ unsigned backend_caps_current(void);
  * whose refusal is enforced (BACKEND_ENFORCED); NULL for the others and
  * when op may go ahead. The one call fencing makes before an operation.
  *
- * CopyObject is measured and reported but not yet enforced: moto (the
- * suite's mock) ignores the copy destination's condition too, and the
- * copy suites run on it; enforcing it refuses every fenced copy there.
- * Until then a zombie copy through a lagging replica can land on such a
- * backend (the proxy logs a warning at start). */
+ * CopyObject is not refused where the copy destination's condition is
+ * ignored (radosgw, and moto, the suite's mock): fencing decides such a
+ * copy on a lock listing made for it, as a strict route does
+ * (fencing_s3.c), so a zombie copy through a lagging replica meets the
+ * newer epoch; what remains is the time between that listing and the copy
+ * reaching the backend. */
 #define BACKEND_ENFORCED ((1u << BACKEND_OP_LOCK) | (1u << BACKEND_OP_PUT) | \
 			  (1u << BACKEND_OP_DELETE) | (1u << BACKEND_OP_MPU_COMPLETE))
 const char *backend_refuses(enum backend_op op);

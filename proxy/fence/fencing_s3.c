@@ -720,6 +720,13 @@ enum proxy_action fencing_s3_on_request(struct fencing *f, struct freq *fr)
 		 * the embedded store copies the source's metadata itself and
 		 * takes the stamp from this request (s3local_copy.c) */
 		fr->copy_metadata = (!v || strcasecmp(v, "COPY") == 0) && f->s3_endpoint;
+		/* a backend that ignores the copy destination's condition
+		 * (radosgw, moto) cannot be trusted with the object CAS: the
+		 * copy is decided on a listing made for it, as on a strict
+		 * route, so a lagging replica's zombie copy meets the newer
+		 * epoch (the window left: listing to S3) */
+		if (f->s3_endpoint && backend_caps_refusal(backend_caps_current(), BACKEND_OP_COPY))
+			fr->strict = true;
 	}
 	if (fr->kind == S3_MPU_PART || fr->kind == S3_MPU_COMPLETE || fr->kind == S3_MPU_ABORT) {
 		struct multipart_upload u;

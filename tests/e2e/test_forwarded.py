@@ -64,8 +64,11 @@ def test_zombie_through_lagging_replica(moto):
     one = ("--access-log", "off", "--workers", "1")
     ga = Gate("--upstream", moto.url, *one)
     gb = Gate("--upstream", moto.url, "--lock-refresh", "3600s", *one)  # never refreshes
+    gc = Gate("--upstream", moto.url, "--lock-refresh", "3600s", *one)  # nor this one
     try:
         e1 = acquire(ga.port, b, "zombie")
+        st, _, d = req(gc.port, "PUT", "/%s/cp" % b, b"z1", {"X-Fencing-Token": str(e1)})
+        expect(st == 200, "C writes cp under epoch 1 (its ETag cached): %s %s" % (st, d))
         for k in ("put", "del"):
             st, _, d = req(gb.port, "PUT", "/%s/%s" % (b, k), b"z1", {"X-Fencing-Token": str(e1)})
             expect(st == 200, "epoch 1 writes %s: %s %s" % (k, st, d))
@@ -77,10 +80,17 @@ def test_zombie_through_lagging_replica(moto):
         expect(st == 200, "zombie part: %s %s" % (st, d))
         release(ga.port, b, e1)
         e2 = acquire(ga.port, b, "leader")
-        for k in ("put", "del", "mpu"):
+        for k in ("put", "del", "mpu", "cp"):
             st, _, _ = req(ga.port, "PUT", "/%s/%s" % (b, k), b"leader",
                            {"X-Fencing-Token": str(e2)})
             expect(st == 200, "the leader writes %s: %s" % (k, st))
+        # moto ignores a copy destination's condition (as radosgw does),
+        # so C's If-Match on cp's cached ETag would not stop the copy: C
+        # decides it on a listing made for it, which shows epoch 2
+        st, _, d = req(gc.port, "PUT", "/%s/cp" % b, b"", hostile(
+            e1, **{"x-amz-copy-source": "/%s/put" % b, "x-amz-metadata-directive": "REPLACE",
+                   "x-amz-meta-z": "zombie"}))
+        expect(st == 409 and s3code(d) == "FencingTokenStale", "zombie copy: %s %s" % (st, d))
         # B still believes epoch 1 is current: only the object CAS it adds
         # stands between the zombie and the leader's data (each refusal
         # teaches B epoch 2, so the completion goes first)
@@ -92,13 +102,14 @@ def test_zombie_through_lagging_replica(moto):
         expect(st == 409 and s3code(d) == "FencingTokenStale", "zombie PUT: %s %s" % (st, d))
         st, _, d = req(gb.port, "DELETE", "/%s/del" % b, b"", hostile(e1))
         expect(st == 409, "zombie DELETE: %s %s" % (st, d))
-        for k in ("put", "del", "mpu"):
+        for k in ("put", "del", "mpu", "cp"):
             body, epoch, lock, _m = stamp(moto, b, k)
             expect(body == b"leader" and epoch == str(e2) and lock == b,
                    "the leader's %s stands: %r %s %s" % (k, body, epoch, lock))
     finally:
         ga.close()
         gb.close()
+        gc.close()
 
 
 def test_holder_writes_carry_the_verdict(moto):
