@@ -1,17 +1,11 @@
 #!/usr/bin/env python3
-"""A known failure, kept out of the suite (its name does not match
-test_*.py): aws-chunked uploads through a proxy with client authentication
-off, in front of a server that checks what it is sent (radosgw here; AWS
-would too).
-
-With authentication off the proxy forwards the client's aws-chunked body
-as it came (chunk framing, chunk signatures, trailer) under a request it
-re-signs with its own key; radosgw then refuses it (400
-XAmzContentSHA256Mismatch for STREAMING-UNSIGNED-PAYLOAD-TRAILER, 403
-SignatureDoesNotMatch for STREAMING-AWS4-HMAC-SHA256-PAYLOAD). moto never
-checks, so the suite does not see it. The fix belongs in proxy/s3/authz.c:
-decode aws-chunked whenever the request is re-signed. Rename this file to
-test_aws_chunked_rgw.py when it passes.
+"""aws-chunked uploads through a proxy with client authentication off, in
+front of a server that checks what it is sent (radosgw here; AWS would
+too). The proxy decodes the body and forwards it plain under its own
+signature (proxy/s3/authz.c); before, it forwarded the client's chunk
+framing and signatures under a request it re-signed, and radosgw refused
+it (400 XAmzContentSHA256Mismatch). moto never checks, so only a real
+server shows it.
 
 Each case sends one fenced PUT with a STREAMING-UNSIGNED-PAYLOAD-TRAILER
 body (CRC32 trailer), as boto3 and the AWS CLI do over https, and asserts
@@ -91,7 +85,7 @@ def test_unsigned_trailer(rgw, gate):
 
 
 def main():
-    r = harness.Runner("known: aws-chunked through an auth-off proxy, radosgw")
+    r = harness.Runner("e2e aws-chunked on radosgw")
     rgw = radosgw.Radosgw()
     try:
         rgw.create_bucket("rgw-health")
