@@ -19,80 +19,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
+from relay import Relay  # noqa: E402
 from test_fencing import Gate, acquire, api, expect, moto_body, release, req  # noqa: E402
 
 
-class CountingProxy:
-    """A TCP relay between fencegate and moto that counts upstream
-    connections (moto closes after every response, so one connection is one
-    request) and remembers each request line."""
-
-    def __init__(self, target_port):
-        self.target = target_port
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.lock = threading.Lock()
-        self.lines = []
-        self.stopping = False
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _pipe(self, src, dst, record):
-        first = True
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                if record and first:
-                    first = False
-                    line = data.split(b"\r\n", 1)[0].decode("latin-1")
-                    with self.lock:
-                        self.lines.append(line)
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            try:
-                dst.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-
-    def _accept(self):
-        while not self.stopping:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            try:
-                u = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:
-                c.close()
-                continue
-            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c, False), daemon=True).start()
-
-    def count(self):
-        with self.lock:
-            return len(self.lines)
-
-    def reset(self):
-        with self.lock:
-            self.lines = []
-
-    def to_path(self, path):
-        """The request lines seen for path (query ignored): a worker that
-        had not loaded a lock yet may list it, which is not a write."""
-        with self.lock:
-            return [ln for ln in self.lines if ln.split(" ")[1].split("?")[0] == path]
-
-    def close(self):
-        self.stopping = True
-        self.sock.close()
+# a relay that counts and remembers the requests it carries (tests/relay.py)
+CountingProxy = Relay
 
 
 def wait_health(g, until, seconds, pause):

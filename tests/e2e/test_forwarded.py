@@ -29,12 +29,11 @@ import base64
 import hashlib
 import os
 import random
-import socket
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
+from relay import Relay  # noqa: E402
 from test_fencing import Gate, acquire, expect, moto_body, release, req, s3code  # noqa: E402
 from test_httpmode import Gate as HttpGate, Recorder  # noqa: E402
 
@@ -220,67 +219,6 @@ def test_http_mode_downstream_gets_the_verdict():
         tmp.close()
 
 
-class RecordingRelay:
-    """A TCP relay between fencegate and moto that records every request
-    head it carries (moto closes after each response: one per connection)."""
-
-    def __init__(self, target_port):
-        self.target = target_port
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
-        self.lock = threading.Lock()
-        self.heads = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _pipe(self, src, dst, record):
-        buf = b""
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                if record is not None and b"\r\n\r\n" not in buf:
-                    buf += data
-                    if b"\r\n\r\n" in buf:
-                        self._record(buf.split(b"\r\n\r\n", 1)[0])
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            try:
-                dst.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-
-    def _record(self, head):
-        lines = head.decode("latin-1").split("\r\n")
-        method, target = lines[0].split(" ")[:2]
-        fields = [(n.strip().lower(), v.strip()) for n, v in
-                  (ln.split(":", 1) for ln in lines[1:] if ":" in ln)]
-        with self.lock:
-            self.heads.append((method, target, fields))
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-                u = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:
-                return
-            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c, None), daemon=True).start()
-
-    def take(self):
-        with self.lock:
-            out, self.heads = self.heads, []
-        return out
-
-    def close(self):
-        self.sock.close()
-
-
 NAMES = ["If-Match", "If-None-Match", "x-amz-meta-fencing-epoch", "x-amz-meta-fencing-lock",
          "X-Fencing-Lock", "X-Fencing-Epoch-Current", "X-Fencing-Epoch-Check", "Content-Type",
          "x-amz-meta-a", "Keep-Alive", "TE", "Upgrade", "Proxy-Authorization", "X-Custom",
@@ -293,7 +231,7 @@ def test_property_forwarded_fields(moto):
     accepted reached moto with fencing's stamp and condition, as chosen."""
     b = "fwd-prop"
     moto.create_bucket(b)
-    relay = RecordingRelay(moto.port)
+    relay = Relay(moto.port)
     g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1")
     rnd = random.Random(21)
     accepted = 0
@@ -362,7 +300,7 @@ def test_aws_chunked_decoded_when_resigned(moto):
     import zlib
     b = "fwd-chunked"
     moto.create_bucket(b)
-    relay = RecordingRelay(moto.port)
+    relay = Relay(moto.port)
     g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1")
     try:
         e = acquire(g.port, b, "c")
@@ -415,7 +353,7 @@ def test_presign_names_stripped_decoded(moto):
     signature."""
     b = "fwd-presign"
     moto.create_bucket(b)
-    relay = RecordingRelay(moto.port)
+    relay = Relay(moto.port)
     g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1")
     try:
         e = acquire(g.port, b, "p")

@@ -12,85 +12,17 @@ deadline is measured). A write whose lock must be loaded again (1 s
 refresh) gets 503 within the interval plus LOCKREG_OP_MS (5 s). moto is stopped by its PID; the relay is a thread
 bounded by the test. Prints 'N passed, N failed'."""
 import os
-import socket
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
+from relay import Relay  # noqa: E402
 from test_fencing import Gate, acquire, expect, moto_body, req  # noqa: E402
 
 UPSTREAM_TIMEOUT_S = 2
 CALL_DEADLINE_S = 5     # FENCING_STORE_CALL_MS
 SLACK_S = 3
-
-
-class SilenceableRelay:
-    """A TCP relay to target that, while silent, takes connections and
-    their bytes and answers nothing (until it is loud again or closed)."""
-
-    def __init__(self, target_port):
-        self.target = target_port
-        self.silent = False
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
-        self.held = []
-        self.closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _pipe(self, src, dst):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            try:
-                dst.shutdown(socket.SHUT_WR)
-            except OSError:
-                pass
-
-    def _swallow(self, c):
-        try:
-            while not self.closed and c.recv(65536):
-                pass
-        except OSError:
-            pass
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.sock.accept()
-            except OSError:
-                return
-            if self.silent:
-                self.held.append(c)
-                threading.Thread(target=self._swallow, args=(c,), daemon=True).start()
-                continue
-            try:
-                u = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:
-                c.close()
-                continue
-            threading.Thread(target=self._pipe, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
-
-    def loud(self):
-        self.silent = False
-        for c in self.held:
-            c.close()
-        self.held = []
-
-    def close(self):
-        self.closed = True
-        self.loud()
-        self.sock.close()
 
 
 def timed(fn):
@@ -102,7 +34,7 @@ def timed(fn):
 def test_silent_s3(moto):
     b = "silent-s3"
     moto.create_bucket(b)
-    relay = SilenceableRelay(moto.port)
+    relay = Relay(moto.port)
     g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1",
              "--lock-refresh", "3600s", "--upstream-timeout", "%ds" % UPSTREAM_TIMEOUT_S)
     try:
@@ -137,7 +69,7 @@ def test_silent_lock_store(moto):
     (LOCKREG_OP_MS, 5 s): 503 within the interval plus that, never longer."""
     b = "silent-locks"
     moto.create_bucket(b)
-    relay = SilenceableRelay(moto.port)
+    relay = Relay(moto.port)
     g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1",
              "--lock-refresh", "1s")
     try:
