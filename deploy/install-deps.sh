@@ -15,7 +15,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # comes with Debian's nodejs/npm packages (or a node build that bundles it).
 js_sdk() {
 	[ -d "$here/tests/js/node_modules/@aws-sdk/client-s3" ] &&
-		[ -d "$here/tests/js/node_modules/@aws-sdk/lib-storage" ] && return 0
+		[ -d "$here/tests/js/node_modules/@aws-sdk/lib-storage" ] &&
+		[ -d "$here/tests/js/node_modules/@aws-sdk/s3-request-presigner" ] && return 0
 	echo "install-deps: installing the AWS SDK for JavaScript into tests/js (npm)" >&2
 	if ! (cd "$here/tests/js" && npm install --no-audit --no-fund \
 		--no-package-lock --loglevel=error >&2); then

@@ -32,7 +32,7 @@ static void strip_presign_query(const char *query, char *out)
 		AUTH_PARAM("X-Amz-Algorithm"), AUTH_PARAM("X-Amz-Credential"),
 		AUTH_PARAM("X-Amz-Date"), AUTH_PARAM("X-Amz-Expires"),
 		AUTH_PARAM("X-Amz-SignedHeaders"), AUTH_PARAM("X-Amz-Signature"),
-		AUTH_PARAM("X-Amz-Security-Token"),
+		AUTH_PARAM("X-Amz-Security-Token"), AUTH_PARAM("X-Amz-Content-Sha256"),
 		AUTH_PARAM("AWSAccessKeyId"), AUTH_PARAM("Signature"), AUTH_PARAM("Expires"), /* SigV2 */
 	};
 #undef AUTH_PARAM

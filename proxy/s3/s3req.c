@@ -111,7 +111,8 @@ static const struct s3_op OPS[] = {
 static bool ignorable(const char *name)
 {
 	static const char *const amz[] = { "Algorithm", "Credential", "Date", "Expires",
-					   "SignedHeaders", "Signature", "Security-Token" };
+					   "SignedHeaders", "Signature", "Security-Token",
+					   "Content-Sha256" };
 	static const char *const exact[] = { "AWSAccessKeyId", "Signature", "Expires", "x-id" };
 
 	if (strncasecmp(name, "X-Amz-", 6) == 0)
@@ -388,6 +389,14 @@ int s3req_parse(struct s3req *r, const char *method, const char *path, const cha
 	if (dup)
 		return refuse(r, 400, "InvalidArgument",
 			      "the query parameter \"%.64s\" is repeated", dup);
+	/* a presigned URL's payload hash (the AWS SDK for JavaScript v3 puts
+	 * it there): the proxy re-signs and checks no hash it is told, so
+	 * only UNSIGNED-PAYLOAD, the presigner's, is taken */
+	for (size_t i = 0; i < r->query.n; i++)
+		if (strcasecmp(r->query.v[i].name, "X-Amz-Content-Sha256") == 0 &&
+		    strcmp(r->query.v[i].value, "UNSIGNED-PAYLOAD") != 0)
+			return refuse(r, 400, "InvalidArgument",
+				      "X-Amz-Content-Sha256 in a query must be UNSIGNED-PAYLOAD");
 	if (strcmp(method, "PUT") != 0 && strcmp(method, "POST") != 0 &&
 	    strcmp(method, "DELETE") != 0)
 		return refuse(r, 501, "NotImplemented",

@@ -14,7 +14,8 @@
  * Parameters that do not change the operation are on the list too, by
  * name: presigned-URL authentication (X-Amz-Algorithm, -Credential, -Date,
  * -Expires, -SignedHeaders, -Signature, -Security-Token; SigV2's
- * AWSAccessKeyId, Signature, Expires) and "x-id" (AWS SDK v3). Any other
+ * AWSAccessKeyId, Signature, Expires), "x-id" (AWS SDK v3) and, as
+ * UNSIGNED-PAYLOAD only, X-Amz-Content-Sha256 (SDK v3's presigner). Any other
  * parameter on a write, a repeated parameter, or a bad escape refuses it.
  * Names compare case-sensitively, as S3 compares them.
  *

@@ -43,6 +43,37 @@ def object_epoch(c, bucket, key):
 
 # ---- @aws-sdk/client-s3 ----------------------------------------------------
 
+def t_js_presigned(g, tmp):
+    """@aws-sdk/s3-request-presigner: a presigned PUT (its query carries
+    X-Amz-Content-Sha256=UNSIGNED-PAYLOAD) with the token as a header, then
+    a presigned GET."""
+    need("node")
+    b = "js-presign"
+    client(g.url).create_bucket(Bucket=b)
+    e = acquire(g, b)
+    r = js(g, "presign", bucket=b, key="p.txt", method="put")
+    assert r["ok"] and "X-Amz-Content-Sha256=UNSIGNED-PAYLOAD" in r["url"], r
+    put = urllib.request.Request(r["url"], data=b"presigned", method="PUT",
+                                 headers={"X-Fencing-Token": str(e),
+                                          "Content-Type": "application/octet-stream"})
+    with urllib.request.urlopen(put, timeout=15) as resp:
+        assert resp.status == 200, resp.status
+    assert on_disk(g, b, "p.txt") == b"presigned"
+    r = js(g, "presign", bucket=b, key="p.txt", method="get")
+    assert r["ok"], r
+    with urllib.request.urlopen(r["url"], timeout=15) as resp:
+        assert resp.read() == b"presigned"
+    # without the token the presigned PUT is refused, and nothing changes
+    r = js(g, "presign", bucket=b, key="p.txt", method="put")
+    try:
+        urllib.request.urlopen(urllib.request.Request(r["url"], data=b"other", method="PUT"),
+                               timeout=15)
+        raise AssertionError("a tokenless presigned PUT was accepted")
+    except urllib.error.HTTPError as err:
+        assert err.code == 428, err.code
+    assert on_disk(g, b, "p.txt") == b"presigned"
+
+
 def t_js_sdk_fenced(g, tmp):
     need("node")
     b = "js-sdk"
@@ -365,6 +396,8 @@ CASES = (("@aws-sdk/client-s3 fenced: put (header, metadata), default copy, list
           "DeleteObjects (header, metadata; lock file refused)", t_js_sdk_fenced, "fenced"),
          ("@aws-sdk/client-s3 unfenced: put, copy, list, delete, DeleteObjects",
           t_js_sdk_unfenced, "free"),
+         ("@aws-sdk/s3-request-presigner: presigned PUT (token header) and GET",
+          t_js_presigned, "fenced"),
          ("boto3 delete_objects fenced by header or metadata, lock file refused",
           t_boto3_delete_objects, "fenced"),
          ("boto3 delete_objects unfenced", t_boto3_delete_objects_unfenced, "free"),

@@ -14,6 +14,7 @@ import {
   CopyObjectCommand, CreateBucketCommand,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 
 const [endpoint, op, json] = process.argv.slice(2);
 if (!endpoint || !op) {
@@ -80,6 +81,20 @@ const ops = {
       Metadata: a.metadata, MetadataDirective: a.directive,
     }));
     return { etag: r.CopyObjectResult && r.CopyObjectResult.ETag };
+  },
+  // s3-request-presigner: a presigned PUT (a.method "put") or GET URL. With
+  // the SDK's default checksums a presigned PUT carries the CRC32 of an
+  // empty body (x-amz-checksum-crc32=AAAAAA==), which S3 then holds the
+  // upload to; WHEN_REQUIRED, as AWS advises for presigning, leaves it out
+  async presign() {
+    const signer = new S3Client({
+      endpoint, forcePathStyle: true, region: process.env.AWS_REGION || "us-east-1",
+      requestChecksumCalculation: "WHEN_REQUIRED",
+    });
+    const Command = a.method === "put" ? PutObjectCommand : GetObjectCommand;
+    const url = await getSignedUrl(signer, new Command({ Bucket: a.bucket, Key: a.key }),
+      { expiresIn: 300 });
+    return { url };
   },
   // lib-storage: multipart for bodies over partSize (5 MiB minimum)
   async upload() {

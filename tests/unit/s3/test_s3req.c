@@ -355,6 +355,21 @@ static void test_copy_source(void **state)
 	}
 }
 
+/* SDK v3's presigned PUT carries X-Amz-Content-Sha256=UNSIGNED-PAYLOAD;
+ * a hash the proxy would not check is refused. */
+static void test_presigned_payload_param(void **state)
+{
+	struct s3req r;
+
+	assert_int_equal(classify("PUT", "/b/k", "X-Amz-Content-Sha256=UNSIGNED-PAYLOAD&x-id=PutObject",
+				  0, &r), S3_OBJECT_PUT);
+	s3req_clear(&r);
+	assert_int_equal(classify("PUT", "/b/k", "X-Amz-Content-Sha256=e3b0c44298fc1c149afbf4c8996fb924"
+				  "27ae41e4649b934ca495991b7852b855", 0, &r), S3_REFUSED);
+	assert_int_equal(r.status, 400);
+	s3req_clear(&r);
+}
+
 /* A copy's model names its source; a malformed source refuses the copy. */
 static void test_copy_in_model(void **state)
 {
@@ -421,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_table_is_unambiguous),
 		cmocka_unit_test(test_copy_source),
 		cmocka_unit_test(test_copy_in_model),
+		cmocka_unit_test(test_presigned_payload_param),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
