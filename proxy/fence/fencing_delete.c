@@ -283,7 +283,10 @@ static void delete_end(struct proxy_req *req, int ok, void *arg)
 			s3delete_fail(k, "AccessDenied",
 				      "lock files are not deleted by DeleteObjects (the lock "
 				      "protocol deletes them one at a time)");
-		else if (k->version_id)
+		else if (k->version_id && (fr->f->s3_endpoint || strcmp(k->version_id, "null") != 0))
+			/* the embedded store keeps one version, "null": the object
+			 * itself, deleted as the key is (what version-aware
+			 * cleanups send); in front of S3 a version is not the key */
 			s3delete_fail(k, "NotImplemented",
 				      "deleting one version is not fenced through DeleteObjects; "
 				      "use DELETE ?versionId=");
