@@ -65,8 +65,8 @@ void fence_decide(const struct fence_input *in, struct fence_decision *out)
 	switch (in->token.status) {
 	case TOKEN_ABSENT:
 		reject(out, FENCE_REJECT_MISSING);
-		MSG("a write needs a fencing token (X-Fencing-Token or "
-		    "x-amz-meta-fencing-token)");
+		MSG("a write needs a fencing token: header X-Fencing-Token: N, or metadata "
+		    "fencing-token=N (a tool that can send neither: see the README)");
 		return;
 	case TOKEN_CONFLICT:
 		reject(out, FENCE_REJECT_INVALID);
