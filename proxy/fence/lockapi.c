@@ -484,9 +484,14 @@ enum proxy_action lockapi_on_request(struct proxy_req *req, void *arg)
 	if (strncmp(path, "/_fence/", 8) != 0)
 		return PROXY_PASS;
 	proxy_req_on_done(req, api_log_done, api);
-	if (strcmp(path, "/_fence/health") == 0)
+	/* readiness (serve writes?) and liveness (is this process's loop
+	 * alive?): an S3 outage makes a replica unready, never dead */
+	if (strcmp(path, "/_fence/health") == 0 || strcmp(path, "/_fence/ready") == 0)
 		return is_get ? lockapi_health_page(api, req)
 			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "health answers GET");
+	if (strcmp(path, "/_fence/live") == 0)
+		return is_get ? lockapi_live_page(api, req)
+			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "live answers GET");
 	if (strcmp(path, "/_fence/metrics") == 0)
 		return is_get ? lockapi_metrics_page(api, req)
 			      : lockapi_reply_err(req, 405, "MethodNotAllowed", "metrics answer GET");

@@ -105,6 +105,18 @@ enum proxy_action lockapi_health_page(struct lockapi *api, struct proxy_req *req
 	return PROXY_HANDLED;
 }
 
+enum proxy_action lockapi_live_page(struct lockapi *api, struct proxy_req *req)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "status", "alive");
+	cJSON_AddBoolToObject(o, "ready", api->healthy && !api->upstream_down &&
+			      (!api->fleet || __atomic_load_n(&api->fleet->passed, __ATOMIC_ACQUIRE) >=
+					      api->fleet->needed));
+	lockapi_reply_json(req, 200, o);
+	return PROXY_HANDLED;
+}
+
 enum proxy_action lockapi_metrics_page(struct lockapi *api, struct proxy_req *req)
 {
 	struct front_hdrs h = {0};

@@ -56,6 +56,10 @@ enum proxy_action lockapi_reply_err(struct proxy_req *req, int status, const cha
 void lockapi_set_epoch_metric(struct lockapi *api, struct lockreg_entry *e);
 
 /* GET /_fence/health and GET /_fence/metrics (lockapi_health.c). */
+/* GET /_fence/live: 200 {"status":"alive","ready":bool} whenever the
+ * event loop answers, whatever the storage does (a liveness probe must not
+ * restart a replica during an S3 outage; readiness is /_fence/ready). */
+enum proxy_action lockapi_live_page(struct lockapi *api, struct proxy_req *req);
 enum proxy_action lockapi_health_page(struct lockapi *api, struct proxy_req *req);
 enum proxy_action lockapi_metrics_page(struct lockapi *api, struct proxy_req *req);
 /* GET /_fence/status, HTML or JSON (lockapi_status.c). */

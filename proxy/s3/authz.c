@@ -627,7 +627,8 @@ enum proxy_action authz_on_request(struct proxy_req *req, void *arg)
 	const char *path = proxy_req_path(req);
 	char dpath[AUTHZ_PATH_MAX];
 
-	if (strcmp(path, "/_fence/health") == 0 || strcmp(path, "/_fence/metrics") == 0)
+	if (strcmp(path, "/_fence/health") == 0 || strcmp(path, "/_fence/metrics") == 0 ||
+	    strcmp(path, "/_fence/ready") == 0 || strcmp(path, "/_fence/live") == 0)
 		return PROXY_PASS;
 	if (!pol || pol->nclients == 0) {
 		/* authentication off (loopback only) */

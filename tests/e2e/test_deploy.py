@@ -4,7 +4,7 @@ pull a base image from, no cluster):
 
 - deploy/kubernetes/: every manifest parses (PyYAML), the kustomization
   names each file, and the fields that make it work are there and agree
-  with each other (replicas, selectors, the probe on /_fence/health, the
+  with each other (replicas, selectors, the probes on /_fence/ready and /_fence/live, the
   Prometheus annotations, the ConfigMap mount behind -c, the PDB, a
   non-root read-only container, a grace period longer than the drain);
   the ConfigMap's fencegate.json passes `fencegate -t` with exactly the
@@ -13,7 +13,7 @@ pull a base image from, no cluster):
 - deploy/container/Containerfile: multi-stage on Debian 12, the build stage
   installs deploy/install-deps.sh's build set, the runtime stage installs
   the Debian package of every shared library the built binaries need, runs
-  as the non-root user the Deployment expects, and checks /_fence/health.
+  as the non-root user the Deployment expects, and checks /_fence/live.
 - the systemd unit: `make install PREFIX=tmp` installs it with the
   installed paths, Type=exec, state and runtime directories, and
   `systemd-analyze verify` accepts it.
@@ -93,9 +93,9 @@ def t_deployment(docs):
     assert spec["selector"]["matchLabels"].items() <= labels.items(), (spec["selector"], labels)
     c = container(dep)
     port = {p["name"]: p["containerPort"] for p in c["ports"]}
-    for probe in ("readinessProbe", "livenessProbe"):
+    for probe, path in (("readinessProbe", "/_fence/ready"), ("livenessProbe", "/_fence/live")):
         get = c[probe]["httpGet"]
-        assert get["path"] == "/_fence/health", (probe, get)
+        assert get["path"] == path, (probe, get)
         assert get["port"] in port or get["port"] in port.values(), (probe, get, port)
     ann = pod["metadata"]["annotations"]
     assert ann["prometheus.io/scrape"] == "true", ann
@@ -231,7 +231,7 @@ def t_containerfile(docs):
     run_as = one(docs, "Deployment")["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
     assert int(user[-1].split(":")[0]) == run_as, (user, run_as)
     health = [ln for ln in runtime if ln.startswith("HEALTHCHECK ")]
-    assert len(health) == 1 and "/_fence/health" in health[0], health
+    assert len(health) == 1 and "/_fence/live" in health[0], health
     assert "curl" in have, "HEALTHCHECK runs curl"
     entry = [ln for ln in runtime if ln.startswith("ENTRYPOINT ")]
     cmd = [ln for ln in runtime if ln.startswith("CMD ")]

@@ -9,7 +9,9 @@ the proxy has not seen) gets 503 within FENCING_STORE_CALL_MS (5 s) plus
 slack, and nothing reaches moto; once S3 answers again both work (the lock
 kept fresh there, --lock-refresh 3600s, so that the object call's own
 deadline is measured). A write whose lock must be loaded again (1 s
-refresh) gets 503 within the interval plus LOCKREG_OP_MS (5 s). moto is stopped by its PID; the relay is a thread
+refresh) gets 503 within the interval plus LOCKREG_OP_MS (5 s). With
+--check-bucket, /_fence/ready turns 503 within the probe's period and
+timeout (5 + 2 s) while /_fence/live stays 200, and ready comes back. moto is stopped by its PID; the relay is a thread
 bounded by the test. Prints 'N passed, N failed'."""
 import os
 import sys
@@ -23,6 +25,7 @@ from test_fencing import Gate, acquire, expect, moto_body, req  # noqa: E402
 UPSTREAM_TIMEOUT_S = 2
 CALL_DEADLINE_S = 5     # FENCING_STORE_CALL_MS
 SLACK_S = 3
+READY_BOUND_S = 5 + 2 + SLACK_S  # UPSTREAM_PROBE_MS + its timeout (lockapi_int.h)
 
 
 def timed(fn):
@@ -36,8 +39,10 @@ def test_silent_s3(moto):
     moto.create_bucket(b)
     relay = Relay(moto.port)
     g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1",
-             "--lock-refresh", "3600s", "--upstream-timeout", "%ds" % UPSTREAM_TIMEOUT_S)
+             "--lock-refresh", "3600s", "--upstream-timeout", "%ds" % UPSTREAM_TIMEOUT_S,
+             "--check-bucket", b)
     try:
+        harness.wait_for("ready", lambda: req(g.port, "GET", "/_fence/ready")[0] == 200, 30)
         e = acquire(g.port, b, "w")
         t = {"X-Fencing-Token": str(e)}
         st, _, d = req(g.port, "PUT", "/%s/seen" % b, b"v1", t)
@@ -51,7 +56,17 @@ def test_silent_s3(moto):
         expect(st == 503 and took < CALL_DEADLINE_S + SLACK_S,
                "fenced write of an unseen key while S3 is silent: %s after %.1fs %s" %
                (st, took, d[:200]))
+        # readiness follows the storage, liveness the process: an outage
+        # takes the replica out of a load balancer and restarts nothing
+        (st, _, d), took = timed(lambda: harness.wait_for(
+            "not ready", lambda: (lambda r: r if r[0] == 503 else None)(
+                req(g.port, "GET", "/_fence/ready")), READY_BOUND_S))
+        expect(b"upstream_unreachable" in d, "unready, saying why: %s" % d)
+        st, _, d = req(g.port, "GET", "/_fence/live")
+        expect(st == 200 and b'"ready":false' in d, "alive: %s %s" % (st, d))
         relay.loud()
+        harness.wait_for("ready again", lambda: req(g.port, "GET", "/_fence/ready")[0] == 200,
+                         READY_BOUND_S)
         expect(moto_body(moto, b, "unseen")[0] is None, "nothing reached moto")
         st, _, d = req(g.port, "PUT", "/%s/unseen" % b, b"v2", t)
         expect(st == 200, "S3 answers again: the write goes through: %s %s" % (st, d))
