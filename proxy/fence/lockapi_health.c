@@ -50,11 +50,14 @@ static void add_capabilities(struct lockapi *api, cJSON *o)
 }
 
 /* Records this worker's self-test outcome for the others. */
-static void fleet_note(struct lockapi *api, int passed)
+/* Counts this worker's result; returns 1 when it was the last pass the
+ * fleet waited for (or there is no fleet), so one line says so. */
+static int fleet_note(struct lockapi *api, int passed)
 {
-	if (api->fleet)
-		__atomic_add_fetch(passed ? &api->fleet->passed : &api->fleet->failed, 1,
-				   __ATOMIC_RELEASE);
+	if (!api->fleet)
+		return passed;
+	return __atomic_add_fetch(passed ? &api->fleet->passed : &api->fleet->failed, 1,
+				  __ATOMIC_RELEASE) == (passed ? api->fleet->needed : 0);
 }
 
 /* 503 while another worker's self-test is running or failed; 0 when every
@@ -315,6 +318,7 @@ static void self_test_done(void *arg)
 {
 	struct self_test_job *j = arg;
 	struct lockapi *api = j->api;
+	int last = 0;
 
 	api->self_test_done = 1;
 	if (j->probed) {
@@ -325,12 +329,13 @@ static void self_test_done(void *arg)
 	/* the other workers hear of a pass, or of a verdict; a failure that
 	 * is tried again is neither yet */
 	if (j->code == LOCK_OK || j->code != LOCK_ERR_STORE || !api->base)
-		fleet_note(api, j->code == LOCK_OK);
+		last = fleet_note(api, j->code == LOCK_OK);
 	if (j->code == LOCK_OK) {
 		api->healthy = 1;
 		start_probe(api);
-		log_info("backend self-test passed on \"%s\": the lock protocol's conditional "
-			 "writes are honoured", api->st_url);
+		if (last) /* once per process, by the last worker to pass */
+			log_info("backend self-test passed on \"%s\": the lock protocol's "
+				 "conditional writes are honoured", api->st_url);
 	} else {
 		snprintf(api->self_test_err, sizeof(api->self_test_err),
 			 "backend self-test failed on \"%.100s\": %.280s", api->st_url, j->err);
