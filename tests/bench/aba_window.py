@@ -12,28 +12,17 @@ The zombie's write lands when B still decides on its listing from step 1
 (younger than B's --lock-refresh) and B's If-Match on X's ETag holds. The
 table gives the landed count per refresh interval and delay, and for a
 strict route (a listing before every write). Prints one line per row."""
-import http.client
 import json
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import harness  # noqa: E402
+from test_workers import request as req  # noqa: E402
 
 TRIALS = int(os.environ.get("ABA_TRIALS", "10"))
-
-
-def req(port, method, path, body=b"", headers=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        h = {"Content-Type": "application/octet-stream"}
-        h.update(headers or {})
-        c.request(method, path, body=body, headers=h)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
 
 
 def lockcall(port, lock, op, **body):

@@ -8,7 +8,6 @@ kill -9 left in the store is gone once a restarted daemon serves.
 
 fencegate runs over a fresh data directory on a free 127.0.0.1 port and is
 stopped by its PID. Prints 'N passed, N failed'."""
-import http.client
 import os
 import resource
 import sys
@@ -16,18 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
-
-
-def req(port, method, path, body=b"", headers=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
-    try:
-        h = {"Content-Type": "application/octet-stream"}
-        h.update(headers or {})
-        c.request(method, path, body=body, headers=h)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
+from test_workers import request as req  # noqa: E402
 
 
 def token(port, bucket):
