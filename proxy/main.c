@@ -56,7 +56,9 @@ struct runtime {
 	struct policy *policy;      /* the running configuration */
 	const char *config_path;    /* NULL: flags, nothing to reload */
 	int log_level_flag;         /* --log-level wins over the file */
-	struct policy_limits limits_at_start; /* in force until a restart */
+	const struct options *opts; /* the flags: they win over the file */
+	struct policy_limits limits_at_start;
+	struct policy_limits limits_in_force; /* reload_limits_log */
 	struct proxy_config cfg;
 	struct logfiles logs;       /* access log and error log files */
 	long drain_ms;
@@ -120,31 +122,65 @@ static const char *reload_blocker(const struct policy *cur, const struct policy 
 	return NULL;
 }
 
-/* The limits are the sockets' and loops' own, set when they were made:
- * a reload takes none of them. Each one that changed is named, with the
- * value kept until a restart (never "reloaded" while one is ignored). */
-static void warn_limits_kept(const struct policy_limits *cur, const struct policy_limits *next)
+/* The drain time: the flag, else the file's, else the flag's default. */
+static long reload_drain_ms(const struct policy *pol, const struct options *o)
 {
-#define LIMIT(k) { "limits." #k, offsetof(struct policy_limits, k) }
-	static const struct {
-		const char *name;
-		size_t off;
-	} keys[] = {
-		LIMIT(header_bytes), LIMIT(header_count), LIMIT(url_bytes),
-		LIMIT(idle_timeout_ms), LIMIT(header_timeout_ms), LIMIT(body_timeout_ms),
-		LIMIT(send_timeout_ms), LIMIT(body_min_rate), LIMIT(max_connections),
-		LIMIT(replay_bytes), LIMIT(upstream_connect_timeout_ms), LIMIT(upstream_timeout_ms),
-		LIMIT(upstream_total_timeout_ms), LIMIT(drain_timeout_ms),
-		LIMIT(refresh_interval_ms), LIMIT(objcache_entries),
-	};
-#undef LIMIT
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		long long a = *(const long long *)(const void *)((const char *)cur + keys[i].off);
-		long long b = *(const long long *)(const void *)((const char *)next + keys[i].off);
+	if (o->drain_set || pol->limits.drain_timeout_ms <= 0)
+		return o->drain_ms;
+	return (long)pol->limits.drain_timeout_ms;
+}
 
-		if (a != b)
-			log_warn("reload: %s changed from %lld to %lld; it applies after a restart, "
-				 "%lld until then", keys[i].name, a, b, a);
+/* Every limit a reload may change. live: taken by the running workers
+ * (workers_reload -> proxy_set_limits, or the drain time here); the others
+ * belong to what was made at the start (the listeners' connection budget,
+ * the buffers held for a re-send, the lock cache's timer, the ETag cache's
+ * table) and wait for a restart. */
+#define LIMIT(k, live) { "limits." #k, offsetof(struct policy_limits, k), live }
+static const struct {
+	const char *name;
+	size_t off;
+	int live;
+} reload_limits[] = {
+	LIMIT(header_bytes, 1), LIMIT(header_count, 1), LIMIT(url_bytes, 1),
+	LIMIT(idle_timeout_ms, 1), LIMIT(header_timeout_ms, 1), LIMIT(body_timeout_ms, 1),
+	LIMIT(send_timeout_ms, 1), LIMIT(body_min_rate, 1),
+	LIMIT(upstream_connect_timeout_ms, 1), LIMIT(upstream_timeout_ms, 1),
+	LIMIT(upstream_total_timeout_ms, 1), LIMIT(drain_timeout_ms, 1),
+	LIMIT(max_connections, 0), LIMIT(replay_bytes, 0),
+	LIMIT(refresh_interval_ms, 0), LIMIT(objcache_entries, 0),
+};
+#undef LIMIT
+
+static long long *limit_at(struct policy_limits *l, size_t off)
+{
+	return (long long *)(void *)((char *)l + off);
+}
+
+/* Names each limit of next that differs from what is in force: taken, or
+ * kept until a restart (never "reloaded" while a change is ignored), and
+ * records the taken ones in rt->limits_in_force. */
+static void reload_limits_log(struct runtime *rt, const struct policy *next)
+{
+	struct policy_limits want = next->limits;
+
+	for (size_t i = 0; i < sizeof(reload_limits) / sizeof(reload_limits[0]); i++) {
+		long long *cur = limit_at(&rt->limits_in_force, reload_limits[i].off);
+		long long b = *limit_at(&want, reload_limits[i].off);
+		int live = reload_limits[i].live;
+
+		if (*cur == b)
+			continue;
+		if (live && reload_limits[i].off == offsetof(struct policy_limits, header_bytes))
+			live = front_header_bytes_live((size_t)rt->limits_at_start.header_bytes,
+						       (size_t)b);
+		if (live) {
+			log_info("reload: %s changed from %lld to %lld", reload_limits[i].name,
+				 *cur, b);
+			*cur = b;
+		} else {
+			log_warn("reload: %s changed from %lld to %lld; it applies after a "
+				 "restart, %lld until then", reload_limits[i].name, *cur, b, *cur);
+		}
 	}
 }
 
@@ -156,6 +192,7 @@ static void warn_limits_kept(const struct policy_limits *cur, const struct polic
 static int try_reload(struct runtime *rt)
 {
 	struct policy *next;
+	struct proxy_config cfg;
 	SSL_CTX *tls = NULL;
 	const char *blocker;
 	char err[POLICY_ERR_MAX + 64], msg[512];
@@ -191,9 +228,11 @@ static int try_reload(struct runtime *rt)
 		 rt->config_path, next->nclients, next->nroutes,
 		 next->tls.enabled ? ", tls certificate re-read" : "",
 		 rt->nworkers > 1 ? ", on every worker" : "");
-	warn_limits_kept(&rt->limits_at_start, &next->limits); /* before "reloaded" */
+	reload_limits_log(rt, next); /* before "reloaded" */
+	cli_proxy_config(&cfg, next, rt->opts);
 	/* logged by the last worker to take it */
-	workers_reload(rt->workers, next, tls, msg);
+	workers_reload(rt->workers, next, &cfg, tls, msg);
+	rt->drain_ms = reload_drain_ms(next, rt->opts);
 	SSL_CTX_free(tls); /* the front ends hold their own references */
 	if (!same_str(next->log.access_log, rt->policy->log.access_log) ||
 	    !same_str(next->log.error_log, rt->policy->log.error_log))
@@ -428,7 +467,9 @@ int main(int argc, char **argv)
 	rt.policy = pol;
 	rt.config_path = o.config;
 	rt.log_level_flag = o.log_level_set;
+	rt.opts = &o;
 	rt.limits_at_start = pol->limits;
+	rt.limits_in_force = pol->limits;
 	log_info("fencegate %s starting", FENCE_VERSION);
 	cli_proxy_config(&rt.cfg, pol, &o);
 	fit_default_connections(&rt.cfg);
@@ -465,10 +506,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fencegate: cannot install the signal handlers\n");
 		goto fail;
 	}
-	rt.drain_ms = pol->limits.drain_timeout_ms > 0 ? (long)pol->limits.drain_timeout_ms
-							: o.drain_ms;
-	if (o.drain_set)
-		rt.drain_ms = o.drain_ms;
+	rt.drain_ms = reload_drain_ms(pol, &o);
 	if (build_shared(&rt, &o, tls, err, sizeof(err)) < 0 ||
 	    !(rt.workers = workers_new(rt.nworkers, rt.base, &rt.shared, pol, err, sizeof(err)))) {
 		aws_credentials_clear(&cred);

@@ -50,6 +50,7 @@ struct worker {
 	pthread_mutex_t mu;
 	unsigned cmds;
 	struct policy *next_policy;
+	struct proxy_config next_cfg; /* its limits and timeouts only */
 	SSL_CTX *next_tls;
 	int tls_change;
 	long drain_ms;
@@ -282,7 +283,8 @@ nomem:
 /* ---- commands ------------------------------------------------------------ */
 
 /* Takes next and tls for what w accepts from now on (on w's thread). */
-static void worker_apply(struct worker *w, struct policy *next, SSL_CTX *tls, int tls_change)
+static void worker_apply(struct worker *w, struct policy *next, const struct proxy_config *cfg,
+			 SSL_CTX *tls, int tls_change)
 {
 	struct workers *ws = w->set;
 	char err[POLICY_ERR_MAX + 64];
@@ -290,6 +292,7 @@ static void worker_apply(struct worker *w, struct policy *next, SSL_CTX *tls, in
 
 	if (tls_change)
 		proxy_set_tls(w->proxy, tls);
+	proxy_set_limits(w->proxy, cfg);
 	authz_set_policy(w->authz, next);
 	if (fencing_set_policy(w->fencing, next, err, sizeof(err)) < 0)
 		log_error("reload: fencing keeps the previous routes: %s", err);
@@ -336,6 +339,7 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct policy *next;
+	struct proxy_config cfg;
 	SSL_CTX *tls;
 	unsigned cmds;
 	int tls_change;
@@ -344,6 +348,7 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg)
 	pthread_mutex_lock(&w->mu);
 	cmds = w->cmds;
 	next = w->next_policy;
+	cfg = w->next_cfg;
 	tls = w->next_tls;
 	tls_change = w->tls_change;
 	drain_ms = w->drain_ms;
@@ -356,7 +361,7 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(w->base);
 	} else {
 		if ((cmds & CMD_RELOAD) && next)
-			worker_apply(w, next, tls, tls_change);
+			worker_apply(w, next, &cfg, tls, tls_change);
 		if (cmds & CMD_DRAIN)
 			proxy_drain(w->proxy, drain_ms, worker_drained, w);
 	}
@@ -365,8 +370,8 @@ static void cmd_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Hands cmd to worker w (w > 0) and wakes its loop. */
-static void post(struct worker *w, unsigned cmd, struct policy *next, SSL_CTX *tls,
-		 long drain_ms)
+static void post(struct worker *w, unsigned cmd, struct policy *next,
+		 const struct proxy_config *cfg, SSL_CTX *tls, long drain_ms)
 {
 	pthread_mutex_lock(&w->mu);
 	w->cmds |= cmd;
@@ -374,6 +379,7 @@ static void post(struct worker *w, unsigned cmd, struct policy *next, SSL_CTX *t
 		policy_free(w->next_policy);
 		SSL_CTX_free(w->next_tls);
 		w->next_policy = policy_hold(next);
+		w->next_cfg = *cfg;
 		w->next_tls = tls;
 		if (tls)
 			SSL_CTX_up_ref(tls);
@@ -385,15 +391,16 @@ static void post(struct worker *w, unsigned cmd, struct policy *next, SSL_CTX *t
 	event_active(w->cmd_ev, EV_READ, 1);
 }
 
-void workers_reload(struct workers *ws, struct policy *next, SSL_CTX *tls, const char *done_msg)
+void workers_reload(struct workers *ws, struct policy *next, const struct proxy_config *cfg,
+		    SSL_CTX *tls, const char *done_msg)
 {
 	pthread_mutex_lock(&ws->mu);
 	ws->reload_left = ws->n;
 	snprintf(ws->reload_msg, sizeof(ws->reload_msg), "%s", done_msg);
 	pthread_mutex_unlock(&ws->mu);
 	for (size_t i = 1; i < ws->n; i++)
-		post(&ws->w[i], CMD_RELOAD, next, tls, 0);
-	worker_apply(&ws->w[0], next, tls, tls != NULL);
+		post(&ws->w[i], CMD_RELOAD, next, cfg, tls, 0);
+	worker_apply(&ws->w[0], next, cfg, tls, tls != NULL);
 }
 
 void workers_drain(struct workers *ws, long timeout_ms, void (*done)(void *arg), void *arg)
@@ -401,14 +408,14 @@ void workers_drain(struct workers *ws, long timeout_ms, void (*done)(void *arg),
 	ws->drain_done = done;
 	ws->drain_arg = arg;
 	for (size_t i = 1; i < ws->n; i++)
-		post(&ws->w[i], CMD_DRAIN, NULL, NULL, timeout_ms);
+		post(&ws->w[i], CMD_DRAIN, NULL, NULL, NULL, timeout_ms);
 	proxy_drain(ws->w[0].proxy, timeout_ms, worker_drained, &ws->w[0]);
 }
 
 void workers_stop(struct workers *ws)
 {
 	for (size_t i = 1; i < ws->n; i++)
-		post(&ws->w[i], CMD_STOP, NULL, NULL, 0);
+		post(&ws->w[i], CMD_STOP, NULL, NULL, NULL, 0);
 }
 
 /* ---- the set --------------------------------------------------------------- */
@@ -570,7 +577,7 @@ void workers_free(struct workers *ws)
 		return;
 	for (size_t i = 1; i < ws->n; i++) {
 		if (ws->w[i].started) {
-			post(&ws->w[i], CMD_STOP, NULL, NULL, 0);
+			post(&ws->w[i], CMD_STOP, NULL, NULL, NULL, 0);
 			pthread_join(ws->w[i].thread, NULL);
 		}
 	}

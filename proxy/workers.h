@@ -70,10 +70,11 @@ size_t workers_inflight(const struct workers *ws);
 
 /* SIGHUP, after the caller checked next (and made its TLS context tls, or
  * NULL): every worker takes next and tls (its own references) for what it
- * accepts from now on; worker 0 at once, the others on their loops. When
- * the last one has, done_msg (copied) is logged at info. */
-void workers_reload(struct workers *ws, struct policy *next, SSL_CTX *tls,
-		    const char *done_msg);
+ * accepts from now on, and the limits and upstream timeouts of cfg (copied;
+ * proxy_set_limits); worker 0 at once, the others on their loops. When the
+ * last one has, done_msg (copied) is logged at info. */
+void workers_reload(struct workers *ws, struct policy *next, const struct proxy_config *cfg,
+		    SSL_CTX *tls, const char *done_msg);
 
 /* SIGTERM: every worker stops accepting and finishes what is in flight
  * (at most timeout_ms); once all of them are done, done(arg) runs on

@@ -289,6 +289,19 @@ int front_server_listen(struct front_server *s, const char *addr,
 struct ssl_ctx_st;
 void front_server_set_tls(struct front_server *s, struct ssl_ctx_st *ctx);
 
+/* A reload's limits: header_count, url_bytes, the four timeouts and
+ * body_min_rate are taken from l, and header_bytes when
+ * front_header_bytes_live allows it. Timeouts apply from each connection's
+ * next wait, the head limits from the next connection. The buffers,
+ * max_connections and reuse_port stay as they were made (the listeners and
+ * connections own them). On s's loop only. */
+void front_server_set_limits(struct front_server *s, const struct front_limits *l);
+
+/* 1 if a front end made with header_bytes at_start can take next at a
+ * reload: libhttp-parser's own head size, a process-wide backstop, is set
+ * once at the start. Pure. */
+int front_header_bytes_live(size_t at_start, size_t next);
+
 /* Graceful stop: closes the listeners, closes idle connections, lets
  * requests in flight finish (their responses carry Connection: close).
  * done(arg) is called from the loop once no connection is left, or after

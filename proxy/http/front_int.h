@@ -28,6 +28,7 @@ enum conn_state {
 struct front_server {
 	struct event_base *base;
 	struct front_limits lim;
+	size_t header_bytes_at_start; /* front_header_bytes_live */
 	struct front_ops ops;
 	struct listen_set *listen;
 	struct front_conn *conns;

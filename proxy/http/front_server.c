@@ -2,13 +2,17 @@
  * proxy's ops, listeners (front.c accepts on them), draining on shutdown
  * (idle connections close at once, the others when their request is done
  * or the drain time is over), the connection count, TLS for every
- * listener. */
+ * listener, the limits a reload may change. */
 #include "front_int.h"
 
 #include <http_parser.h>
 
 #include "listen.h"
 #include "ops/log.h"
+
+/* libhttp-parser's default head size; above it the parser is told once,
+ * at the start (a process-wide variable every loop reads). */
+#define PARSER_HEAD_DEFAULT (80 * 1024)
 
 struct front_server *front_server_new(struct event_base *base,
 				      const struct front_limits *limits,
@@ -35,7 +39,8 @@ struct front_server *front_server_new(struct event_base *base,
 	s->ops = *ops;
 	listen_set_reuse_port(s->listen, s->lim.reuse_port);
 	/* our own limits are lower; keep libhttp-parser's as a backstop */
-	if (s->lim.header_bytes + 1024 > 80 * 1024)
+	s->header_bytes_at_start = s->lim.header_bytes;
+	if (s->lim.header_bytes + 1024 > PARSER_HEAD_DEFAULT)
 		http_parser_set_max_header_size((uint32_t)(s->lim.header_bytes + 1024));
 	return s;
 }
@@ -110,6 +115,24 @@ void front_server_free(struct front_server *s)
 		event_free(s->drain_timer);
 	SSL_CTX_free(s->tls);
 	free(s);
+}
+
+int front_header_bytes_live(size_t at_start, size_t next)
+{
+	return next <= at_start || next + 1024 <= PARSER_HEAD_DEFAULT;
+}
+
+void front_server_set_limits(struct front_server *s, const struct front_limits *l)
+{
+	if (front_header_bytes_live(s->header_bytes_at_start, l->header_bytes))
+		s->lim.header_bytes = l->header_bytes;
+	s->lim.header_count = l->header_count;
+	s->lim.url_bytes = l->url_bytes;
+	s->lim.idle_timeout_ms = l->idle_timeout_ms;
+	s->lim.header_timeout_ms = l->header_timeout_ms;
+	s->lim.body_timeout_ms = l->body_timeout_ms;
+	s->lim.body_min_rate = l->body_min_rate;
+	s->lim.send_timeout_ms = l->send_timeout_ms;
 }
 
 void front_server_set_tls(struct front_server *s, SSL_CTX *ctx)

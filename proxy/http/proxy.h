@@ -91,6 +91,10 @@ int proxy_listen(struct proxy *p, const char *addr, char *err, size_t errlen);
  * front_server_set_tls); NULL: plain TCP. */
 void proxy_set_tls(struct proxy *p, struct ssl_ctx_st *ctx);
 
+/* A reload's limits and upstream timeouts (front_server_set_limits,
+ * upstream_set_timeouts); the rest of cfg is not read. On p's loop only. */
+void proxy_set_limits(struct proxy *p, const struct proxy_config *cfg);
+
 /* Graceful stop: no new connections, requests in flight finish (bounded by
  * timeout_ms), then done(arg) runs on the loop. */
 void proxy_drain(struct proxy *p, long timeout_ms, void (*done)(void *arg), void *arg);

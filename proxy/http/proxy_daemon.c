@@ -145,6 +145,13 @@ void proxy_set_tls(struct proxy *p, struct ssl_ctx_st *ctx)
 	front_server_set_tls(p->front, ctx);
 }
 
+void proxy_set_limits(struct proxy *p, const struct proxy_config *cfg)
+{
+	front_server_set_limits(p->front, &cfg->limits);
+	if (p->up)
+		upstream_set_timeouts(p->up, &cfg->upstream);
+}
+
 int proxy_listen(struct proxy *p, const char *addr, char *err, size_t errlen)
 {
 	return front_server_listen(p->front, addr, err, errlen);

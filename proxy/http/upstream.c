@@ -687,6 +687,14 @@ nomem:
 	return NULL;
 }
 
+void upstream_set_timeouts(struct upstream *u, const struct upstream_config *cfg)
+{
+	u->cfg.connect_timeout_ms = cfg->connect_timeout_ms;
+	u->cfg.first_byte_timeout_ms = cfg->first_byte_timeout_ms;
+	u->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
+	u->cfg.total_timeout_ms = cfg->total_timeout_ms;
+}
+
 void upstream_free(struct upstream *u)
 {
 	if (!u)

@@ -115,6 +115,11 @@ struct upstream *upstream_new(struct event_base *base, const struct upstream_con
 /* Cancels every transfer (no on_done) and frees. Accepts NULL. */
 void upstream_free(struct upstream *u);
 
+/* A reload's timeouts: connect, first byte, idle and total are taken from
+ * cfg for every wait armed from now on (a transfer's total deadline is set
+ * when it starts). On u's loop only. */
+void upstream_set_timeouts(struct upstream *u, const struct upstream_config *cfg);
+
 /* Transfers in flight. */
 size_t upstream_active(const struct upstream *u);
 

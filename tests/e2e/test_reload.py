@@ -161,21 +161,121 @@ def t_broken_config(g):
 
 
 def t_limits_named(g):
-    """A changed limit is never taken silently: each is named with the value
-    kept until a restart, and a second reload still compares with what is
-    in force (not with the previous file)."""
+    """Each changed limit is named: taken at once, or kept until a restart
+    with the value in force (never "reloaded" while one is ignored). A
+    second reload compares with what is in force, not with the last file."""
     cfg = g.config_for([FIRST, ADDED])
-    cfg["limits"] = {"idle_timeout_ms": 1234, "upstream_timeout_ms": 4321}
+    cfg["limits"] = {"idle_timeout_ms": 1234, "upstream_timeout_ms": 4321,
+                     "objcache_entries": 777}
     g.write_config(None, text=json.dumps(cfg))
     out = g.hup_and_wait("reloaded")
-    assert "limits.idle_timeout_ms changed from 60000 to 1234" in out, out
-    assert "limits.upstream_timeout_ms changed from 60000 to 4321" in out, out
-    assert "after a restart" in out and "limits.header_bytes" not in out, out
+    lines = {ln.split("reload: ", 1)[1] for ln in out.splitlines() if "reload: limits." in ln}
+    assert "limits.idle_timeout_ms changed from 60000 to 1234" in lines, out
+    assert "limits.upstream_timeout_ms changed from 60000 to 4321" in lines, out
+    assert ("limits.objcache_entries changed from 100000 to 777; it applies after a "
+            "restart, 100000 until then") in lines, out
+    assert len(lines) == 3, out
     out = g.hup_and_wait("reloaded")
-    assert "limits.idle_timeout_ms changed from 60000 to 1234" in out, out
+    assert "idle_timeout_ms" not in out and "upstream_timeout_ms" not in out, out
+    assert "limits.objcache_entries changed from 100000 to 777" in out, out
     g.write_config([FIRST, ADDED])
     out = g.hup_and_wait("reloaded")
-    assert "limits." not in out, out
+    assert "limits.idle_timeout_ms changed from 1234 to 60000" in out, out
+    assert "objcache_entries" not in out, out
+
+
+def slow_head_answer(port, seconds):
+    """Sends half a request head and waits up to seconds: (status line or
+    b"", seconds it took)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    try:
+        s.sendall(b"GET /_fence/health HTTP/1.1\r\nHost: x\r\n")
+        s.settimeout(seconds)
+        t0 = time.monotonic()
+        try:
+            got = s.recv(100)
+        except socket.timeout:
+            got = b""
+        return got.split(b"\r\n", 1)[0], time.monotonic() - t0
+    finally:
+        s.close()
+
+
+def t_limits_applied(g):
+    """A reload's front-end limits reach the running workers: after SIGHUP a
+    half-sent head gets 408 at the new header_timeout_ms (not the 10 s in
+    force before), and a head over the new header_bytes gets 431."""
+    line, took = slow_head_answer(g.port, 2.0)
+    assert line == b"", (line, took)  # 10 s in force: nothing within 2 s
+    cfg = g.config_for([FIRST, ADDED])
+    cfg["limits"] = {"header_timeout_ms": 300, "header_bytes": 1024}
+    g.write_config(None, text=json.dumps(cfg))
+    out = g.hup_and_wait("reloaded")
+    assert "limits.header_timeout_ms changed from 10000 to 300" in out, out
+    try:
+        line, took = slow_head_answer(g.port, 5.0)
+        assert line.startswith(b"HTTP/1.1 408"), (line, took)
+        assert took < 2.0, took
+        c = http.client.HTTPConnection("127.0.0.1", g.port, timeout=10)
+        c.request("GET", "/_fence/health", headers={"X-Big": "b" * 2000})
+        assert c.getresponse().status == 431
+        c.close()
+    finally:
+        g.write_config([FIRST, ADDED])
+        g.hup_and_wait("reloaded")
+    c = http.client.HTTPConnection("127.0.0.1", g.port, timeout=10)
+    c.request("GET", "/_fence/health", headers={"X-Big": "b" * 2000})
+    assert c.getresponse().status == 200
+    c.close()
+
+
+def t_upstream_timeout_applied():
+    """HTTP mode in front of an upstream that accepts and never answers: a
+    reload that lowers limits.upstream_timeout_ms gives 504 at the new
+    value (it was 30 s)."""
+    d = TempDir()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    held = []
+    proc = log = None
+    try:
+        port = free_port()
+        path = os.path.join(d.path, "http.json")
+        cfg = {"listen": ["127.0.0.1:%d" % port], "mode": "http",
+               "upstream": {"endpoint": "http://127.0.0.1:%d" % silent.getsockname()[1]},
+               "lock_store": "file://" + d.path,
+               "locks": [{"name": "jobs"}], "routes": [{"prefix": "/api/", "lock": "jobs"}],
+               "limits": {"upstream_timeout_ms": 30000}}
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        logpath = os.path.join(d.path, "fg.log")
+        log = open(logpath, "w")
+        proc = subprocess.Popen([os.path.join(BIN, "fencegate"), "-c", path,
+                                 "--access-log", "off"], stdout=log, stderr=subprocess.STDOUT)
+        wait_port(port, proc)
+        cfg["limits"]["upstream_timeout_ms"] = 400
+        with open(path + ".tmp", "w") as f:
+            json.dump(cfg, f)
+        os.replace(path + ".tmp", path)
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "reloaded" not in open(logpath).read():
+            assert time.monotonic() < deadline, open(logpath).read()
+            time.sleep(0.05)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+        t0 = time.monotonic()
+        c.request("GET", "/api/items")
+        st = c.getresponse().status
+        took = time.monotonic() - t0
+        c.close()
+        assert st == 504 and took < 5.0, (st, took)
+    finally:
+        stop(proc)
+        if log:
+            log.close()
+        silent.close()
+        d.close()
 
 
 def t_inflight_survives(g):
@@ -364,12 +464,17 @@ def main():
     r = Runner("e2e reload")
     r.check("limits from the file reach the front end (431, max_connections)",
             t_limits_reach_front)
+    r.check("SIGHUP's upstream timeout reaches the running workers (504 sooner)",
+            t_upstream_timeout_applied)
     g = Gate()
     try:
         r.check("a client added to the file works after SIGHUP", t_add_client, g)
         r.check("a broken file or new listen address on SIGHUP: old config serves",
                 t_broken_config, g)
-        r.check("SIGHUP names each changed limit it cannot apply", t_limits_named, g)
+        r.check("SIGHUP names each changed limit: taken, or kept until a restart",
+                t_limits_named, g)
+        r.check("SIGHUP's header timeout and header size reach the running workers",
+                t_limits_applied, g)
         r.check("an upload in flight survives a reload that drops its client",
                 t_inflight_survives, g)
         r.check("the lock's high-water mark survives reloads", t_high_water_kept, g)
