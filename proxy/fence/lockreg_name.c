@@ -9,34 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "wire/bucketname.h"
+
 int lockreg_bucket_valid(const char *name)
 {
-	size_t len, dots = 0;
-	int all_digits_dots = 1;
-
-	if (!name)
-		return 0;
-	len = strlen(name);
-	if (len < 3 || len > LOCKREG_BUCKET_MAX)
-		return 0;
-	for (size_t i = 0; i < len; i++) {
-		char c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
-			return 0;
-		if (c == '.') {
-			dots++;
-			if (i > 0 && name[i - 1] == '.')
-				return 0;
-		} else if (!(c >= '0' && c <= '9')) {
-			all_digits_dots = 0;
-		}
-	}
-	if (name[0] == '.' || name[0] == '-' || name[len - 1] == '.' || name[len - 1] == '-')
-		return 0;
-	if (all_digits_dots && dots == 3)
-		return 0; /* looks like an IPv4 address */
-	return 1;
+	return name && s3_bucket_name_valid(name, strlen(name));
 }
 
 int lockreg_default_prefix(const char *name, char *out, size_t outlen)

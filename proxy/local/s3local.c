@@ -500,7 +500,7 @@ enum proxy_action s3local_handler(struct proxy_req *req, void *arg)
 			s3l_bad_request(req, 400, "InvalidURI", "the bucket name has a bad %-escape");
 			goto out;
 		}
-		if (!s3l_bucket_name_valid(bucket, strlen(bucket))) {
+		if (!s3_bucket_name_valid(bucket, strlen(bucket))) {
 			s3l_bad_request(req, 400, "InvalidBucketName",
 					"bucket names have 3 to 63 characters of a-z 0-9 . -, start and "
 					"end with a letter or digit (path-style requests: /BUCKET/KEY)");

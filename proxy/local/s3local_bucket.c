@@ -18,40 +18,6 @@
 #include "s3local_int.h"
 #include "lock/store.h"
 
-/* S3 bucket naming rules: 3-63 of [a-z0-9.-], starting and ending with a
- * letter or digit, no "..", not an IP address, no reserved prefix/suffix. */
-int s3l_bucket_name_valid(const char *b, size_t n)
-{
-	size_t i, dots = 0;
-	int digits_and_dots = 1;
-
-	if (n < 3 || n > S3L_BUCKET_MAX)
-		return 0;
-	for (i = 0; i < n; i++) {
-		char ch = b[i];
-
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '-'))
-			return 0;
-		if (ch == '.') {
-			dots++;
-			if (i + 1 < n && b[i + 1] == '.')
-				return 0;
-		} else if (!(ch >= '0' && ch <= '9')) {
-			digits_and_dots = 0;
-		}
-	}
-	if (b[0] == '.' || b[0] == '-' || b[n - 1] == '.' || b[n - 1] == '-')
-		return 0;
-	if (digits_and_dots && dots == 3)
-		return 0; /* 192.168.5.4 */
-	if (strncmp(b, "xn--", 4) == 0 || strncmp(b, "sthree-", 7) == 0)
-		return 0;
-	if ((n > 8 && strcmp(b + n - 8, "-s3alias") == 0) ||
-	    (n > 7 && strcmp(b + n - 7, "--ol-s3") == 0))
-		return 0;
-	return 1;
-}
-
 /* ---- per-worker bucket stores ----------------------------------------- */
 
 static void bucket_path(const struct s3local *s, const char *bucket, char *buf, size_t len)
@@ -105,7 +71,7 @@ void s3l_recover_buckets(const struct s3local *s)
 		struct store_config cfg = { 0 };
 		struct store *st;
 
-		if (!s3l_bucket_name_valid(de->d_name, strlen(de->d_name)) ||
+		if (!s3_bucket_name_valid(de->d_name, strlen(de->d_name)) ||
 		    !bucket_dir(s, de->d_name, &sb))
 			continue;
 		snprintf(url, sizeof(url), "file://%s/%s", s->data_dir, de->d_name);

@@ -45,7 +45,7 @@ int s3l_read_copy_source(struct s3l_call *c, struct store_result *res, int *fd)
 	}
 	bucket = cs.bucket;
 	key = cs.key;
-	if (!s3l_bucket_name_valid(bucket, strlen(bucket)) || strlen(key) > S3L_KEY_MAX) {
+	if (!s3_bucket_name_valid(bucket, strlen(bucket)) || strlen(key) > S3L_KEY_MAX) {
 		s3l_call_fail(c, 400, "InvalidArgument", "x-amz-copy-source names no valid bucket and key");
 		goto out;
 	}

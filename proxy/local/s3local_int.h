@@ -22,6 +22,7 @@
 #include "http/proxy.h"
 #include "s3local.h"
 #include "lock/store.h"
+#include "wire/bucketname.h"
 #include "wire/checksum.h"
 
 #define S3L_WORKERS_MAX   64        /* jobs_new allows 1..64 threads */
@@ -262,8 +263,6 @@ int s3l_pick_op(struct proxy_req *req, const char *method, int has_bucket, int h
 
 /* ---- s3local_bucket.c: bucket stores and bucket jobs ------------------- */
 
-/* 1 if b[0..n) follows S3's bucket naming rules. */
-int s3l_bucket_name_valid(const char *b, size_t n);
 /* The store of c->bucket for this thread, with c->s->buckets held; *owned
  * = 1 when the caller must pass it to s3l_release_store() to close it.
  * NULL with c failed (NoSuchBucket or an error). */

@@ -147,7 +147,7 @@ void s3l_run_list_buckets(struct s3l_call *c)
 		goto out;
 	}
 	while ((de = readdir(dir)) != NULL) {
-		if (!s3l_bucket_name_valid(de->d_name, strlen(de->d_name)))
+		if (!s3_bucket_name_valid(de->d_name, strlen(de->d_name)))
 			continue;
 		if (n == cap) {
 			char **grown = realloc(names, (cap ? cap * 2 : 16) * sizeof(*names));

@@ -12,6 +12,7 @@
 
 #include "http/front.h"
 #include "http/proxy.h"
+#include "wire/bucketname.h"
 #include "wire/method.h"
 #include "wire/pct.h"
 
@@ -260,18 +261,6 @@ static int split_path(struct s3req *r, const char *path)
 	return 0;
 }
 
-/* 1 for a plain S3 bucket name: 3 to 63 of [a-z0-9.-], no escapes. */
-static bool bucket_name_plain(const char *b, size_t len)
-{
-	if (len < 3 || len > S3REQ_BUCKET_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') || b[i] == '.' ||
-		      b[i] == '-'))
-			return false;
-	return true;
-}
-
 int s3_copy_source_parse(const char *v, struct s3_copy_source *cs, const char **why)
 {
 	const char *slash, *q, *key;
@@ -286,7 +275,7 @@ int s3_copy_source_parse(const char *v, struct s3_copy_source *cs, const char **
 	}
 	slash = strchr(v, '/');
 	q = strchr(v, '?');
-	if (!slash || (q && q < slash) || !bucket_name_plain(v, (size_t)(slash - v))) {
+	if (!slash || (q && q < slash) || !s3_bucket_name_plain(v, (size_t)(slash - v))) {
 		*why = "x-amz-copy-source does not start with a bucket name and '/'";
 		return 1;
 	}
