@@ -396,6 +396,9 @@ struct row {
 	int accepts, requests; /* on the server; 0: not checked */
 };
 
+/* upstream_config.total_timeout_ms for run_row; 0: none (the default) */
+static long rows_total_ms;
+
 static const struct row rows[] = {
 	{ "keep-alive: 5 requests, 1 connection", sc_keepalive, "GET", "/k", -1, 0, 0, 5,
 	  0, 0, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "hello", 0, 1, 5 },
@@ -457,6 +460,7 @@ static void run_row(const struct row *w)
 		cfg.idle_timeout_ms = w->idle_ms;
 	if (w->expect_ms)
 		cfg.expect_timeout_ms = w->expect_ms;
+	cfg.total_timeout_ms = rows_total_ms;
 	u = upstream_new(base, &cfg, err, sizeof(err));
 	assert_non_null(u);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s?x=1", s->port, w->path);
@@ -507,6 +511,22 @@ static void test_rows(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		run_row(&rows[i]);
+}
+
+/* limits.upstream_total_timeout_ms: a body that trickles, each gap under
+ * the idle timeout, is cut when the whole exchange passes its deadline. */
+static void test_total_timeout(void **state)
+{
+	static const struct row trickle_past_total = {
+		"a trickle under the idle timeout but past the whole exchange's: timeout",
+		sc_trickle, "GET", "/y", -1, 0, 0, 1, 0, 150, 0, 0, 0, 0, 0, UPSTREAM_TIMEOUT,
+		200, NULL, 0, 1, 1
+	};
+
+	(void)state;
+	rows_total_ms = 250; /* the trickle takes 600 ms */
+	run_row(&trickle_past_total);
+	rows_total_ms = 0;
 }
 
 /* The rows with a request body again, the body through move_body (framed
@@ -655,6 +675,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_total_timeout),
 		cmocka_unit_test(test_rows_moved),
 		cmocka_unit_test(test_connect_refused),
 		cmocka_unit_test(test_cancel_inside),
