@@ -88,6 +88,60 @@ def test_upstream_down_502():
         g.close()
 
 
+class BlackholeUpstream:
+    """A loopback port whose connects never complete: a listener with a
+    backlog of 0 that never accepts, filled by connections of its own, so
+    the kernel drops every further SYN (as a firewall that drops would)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(0)
+        self.port = self.sock.getsockname()[1]
+        self.fill = []
+        for _ in range(4):
+            c = socket.socket()
+            c.setblocking(False)
+            try:
+                c.connect(("127.0.0.1", self.port))
+            except BlockingIOError:
+                pass
+            self.fill.append(c)
+        time.sleep(0.2)
+        probe = socket.socket()
+        probe.settimeout(0.5)
+        try:
+            probe.connect(("127.0.0.1", self.port))
+            raise AssertionError("the blackhole accepted a connect")
+        except socket.timeout:
+            pass
+        finally:
+            probe.close()
+
+    def close(self):
+        for c in self.fill:
+            c.close()
+        self.sock.close()
+
+
+def test_upstream_connect_timeout_504():
+    """A connect that never completes is given up at --connect-timeout
+    (504), not at the 60 s answer timeout, and the next request too."""
+    hole = BlackholeUpstream()
+    g = Gate("--upstream", "http://127.0.0.1:%d" % hole.port, "--connect-timeout", "1s")
+    try:
+        for _ in range(2):
+            t0 = time.monotonic()
+            st, _, body, _ = request(g.port, b"GET /b/k HTTP/1.1\r\nHost: x\r\n\r\n")
+            took = time.monotonic() - t0
+            assert st == 504 and b"GatewayTimeout" in body, (st, body)
+            assert 0.9 <= took < 3.5, took
+        health_ok(g.port)
+    finally:
+        g.close()
+        hole.close()
+
+
 def test_upstream_timeout_504():
     def silent(conn):
         read_request_head(conn)
@@ -287,6 +341,8 @@ def main():
     r = harness.Runner("e2e front upstream")
     r.check("upstream down -> 502", test_upstream_down_502)
     r.check("upstream silent -> 504", test_upstream_timeout_504)
+    r.check("upstream connect never completes -> 504 at --connect-timeout",
+            test_upstream_connect_timeout_504)
     r.check("a slow upstream's first body bytes reach the client at once",
             test_streamed_body_reaches_client)
     r.check("upstream cut mid-body -> client connection closed", test_upstream_cut_mid_body)
