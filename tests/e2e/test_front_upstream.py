@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end tests of fencegate's forwarding when the upstream misbehaves,
 against small scripted upstreams: down (502), silent (504), slow (its first
-body bytes reach the client at once), cut mid-body; http mode's forwarding
+body bytes reach the client at once), cut mid-body, a connect that never
+completes (504 at --connect-timeout); http mode's forwarding
 rules; s3 mode keeping the client's presign parameters from the upstream;
 and SIGTERM draining a request in flight.
 
