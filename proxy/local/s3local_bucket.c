@@ -16,7 +16,7 @@
 #include "http/jobs.h"
 #include "ops/log.h"
 #include "s3local_int.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 /* S3 bucket naming rules: 3-63 of [a-z0-9.-], starting and ending with a
  * letter or digit, no "..", not an IP address, no reserved prefix/suffix. */

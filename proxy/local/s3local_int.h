@@ -21,7 +21,7 @@
 #include "http/jobs.h"
 #include "http/proxy.h"
 #include "s3local.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 #include "wire/checksum.h"
 
 #define S3L_WORKERS_MAX   64        /* jobs_new allows 1..64 threads */
