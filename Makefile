@@ -40,7 +40,10 @@ endif
 
 # --- sources: the folders are the table of contents ------------------------
 #   wire/           codecs and AWS wire formats every layer speaks (SigV4, creds)
-#   lock/           the lock protocol, the object store and its backends, fencectl
+#   lock/store/     the object-store interface, its fs and S3 backends, dialects, clocks
+#   lock/core/      the lock protocol: acquire, renew, release, keeper, mark, self-test
+#   lock/lib/       libfencelock's public API (fencelock.h), its symbol map and .pc
+#   lock/cli/       fencectl, and its client of the proxy's lock HTTP API
 #   policy/         the configuration and permissions
 #   proxy/ops/      logs, access log, metrics
 #   proxy/http/     connections, parsing, limits, TLS, request lifecycle, upstream
@@ -49,8 +52,9 @@ endif
 #   proxy/local/    the embedded S3 server over the local-directory store
 # Each layer includes only the ones above it in this list (tests/layering.sh).
 WIRE_SRC   := $(wildcard wire/*.c)
-LOCK_SRC   := $(WIRE_SRC) $(filter-out lock/fencectl%.c,$(wildcard lock/*.c))
-FENCECTL_SRC := $(wildcard lock/fencectl*.c)
+LOCK_DIRS  := lock/store lock/core lock/lib
+LOCK_SRC   := $(WIRE_SRC) $(foreach d,$(LOCK_DIRS),$(wildcard $(d)/*.c))
+FENCECTL_SRC := $(wildcard lock/cli/*.c)
 PROXY_DIRS := proxy/ops proxy/http proxy/s3 proxy/fence proxy/local
 PROXY_SRC  := $(foreach d,$(PROXY_DIRS),$(wildcard $(d)/*.c))
 POLICY_SRC := $(wildcard policy/*.c)
@@ -59,7 +63,7 @@ UNIT_SRC   := $(wildcard tests/unit/*/test_*.c)
 ITEST_SRC  := $(wildcard tests/integration/itest_*.c)
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 SIM_SRC    := $(wildcard tests/sim/sim*.c)
-HEADERS    := $(wildcard wire/*.h lock/*.h policy/*.h proxy/*.h $(addsuffix /*.h,$(PROXY_DIRS)))
+HEADERS    := $(wildcard wire/*.h lock/*/*.h policy/*.h proxy/*.h $(addsuffix /*.h,$(PROXY_DIRS)))
 
 LOCK_OBJ   := $(LOCK_SRC:%.c=$(O)/build/obj/%.o)
 PIC_OBJ    := $(LOCK_SRC:%.c=$(O)/build/pic/%.o)
@@ -120,20 +124,20 @@ $(O)/lib/libfencelock.a: $(LOCK_OBJ)
 		rm -f $@ && ar rcs $@ $(O)/build/fencelock-public.o
 
 # the shared library: soname libfencelock.so.0, only the installed headers'
-# functions exported (lock/libfencelock.map)
+# functions exported (lock/lib/libfencelock.map)
 $(O)/build/pic/%.o: %.c $(HEADERS) | deps
 	@mkdir -p $(dir $@)
 	$(E) CC-PIC $<
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS) -fPIC -c -o $@ $<
 
-$(SHLIB): $(PIC_OBJ) lock/libfencelock.map
+$(SHLIB): $(PIC_OBJ) lock/lib/libfencelock.map
 	@mkdir -p $(O)/lib
 	$(E) LD $@
 	$(Q)$(CC) -shared -Wl,-soname,libfencelock.so.$(SOVERSION) \
-		-Wl,--version-script=lock/libfencelock.map -o $@ $(PIC_OBJ) $(LIBS) $(LDFLAGS)
+		-Wl,--version-script=lock/lib/libfencelock.map -o $@ $(PIC_OBJ) $(LIBS) $(LDFLAGS)
 	$(Q)ln -sf libfencelock.so.$(SOVERSION) $(O)/lib/libfencelock.so
 
-$(O)/lib/libfencelock.pc: lock/libfencelock.pc.in Makefile
+$(O)/lib/libfencelock.pc: lock/lib/libfencelock.pc.in Makefile
 	@mkdir -p $(O)/lib
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
@@ -298,13 +302,13 @@ install: all
 	install -m 644 $(O)/lib/libfencelock.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf libfencelock.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libfencelock.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' lock/libfencelock.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' lock/lib/libfencelock.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfencelock.pc
 	install -m 644 man/fencectl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 man/libfencelock.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 644 man/fencegate.json.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 644 man/fencegate.8 $(DESTDIR)$(MANDIR)/man8/
-	install -m 644 lock/fencelock.h $(DESTDIR)$(PREFIX)/include/fencegate/
+	install -m 644 lock/lib/fencelock.h $(DESTDIR)$(PREFIX)/include/fencegate/
 	install -m 644 examples/hold.c examples/worker.c examples/worker.sh examples/worker.py \
 		examples/worker.cjs \
 		$(DESTDIR)$(DOCDIR)/examples/

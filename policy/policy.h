@@ -82,7 +82,7 @@ struct policy_upstream {
 	char *profile;     /* ~/.aws/credentials profile, NULL: environment */
 	char *ca_bundle;   /* NULL: system CAs */
 	bool verify;       /* verify the upstream's TLS certificate */
-	char *dialect;     /* "auto" (probe, learn) or a lock/dialect.h row name:
+	char *dialect;     /* "auto" (probe, learn) or a lock/store/dialect.h row name:
 			    * how If-Match is spelled, and which conditions
 			    * are distrusted whatever the probe sees */
 };

@@ -18,7 +18,7 @@
 
 #include <openssl/sha.h>
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 #include "policy.h"
 #include "policy_int.h"
 

@@ -12,7 +12,7 @@
 #include <openssl/sha.h>
 
 #include "wire/pct.h"
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 #include "policy.h"
 #include "policy_int.h"
 

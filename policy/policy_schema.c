@@ -15,7 +15,7 @@
 
 #include <curl/curl.h>
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 #include "policy.h"
 #include "policy_int.h"
 

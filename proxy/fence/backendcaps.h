@@ -7,7 +7,7 @@
 #ifndef FENCE_BACKENDCAPS_H
 #define FENCE_BACKENDCAPS_H
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 /* The capabilities fencing acts on: what rep saw, less what the dialect
  * (a dialect_find name; NULL: FENCE_S3_DIALECT; "auto" or unknown: none)

@@ -12,7 +12,7 @@
  * unconditional deletes, lock files still refused.
  *
  * Both backends: the upstream S3 (the proxy's credentials) and the
- * embedded store's directory, through the lock/store.h interface. It does
+ * embedded store's directory, through the lock/store/store.h interface. It does
  * not parse XML (s3delete.c) nor decide tokens (fence.c). */
 #include "fencing_int.h"
 
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lock/dialect.h"
+#include "lock/store/dialect.h"
 #include "lockkey.h"
 #include "ops/log.h"
 #include "policy/policy.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lock/dialect.h"
+#include "lock/store/dialect.h"
 #include "lockbreak.h"
 #include "lockkey.h"
 #include "objcas.h"

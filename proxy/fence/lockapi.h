@@ -18,7 +18,7 @@
 #include "lockreg.h"
 #include "ops/metrics.h"
 #include "http/proxy.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 #include "s3/authz.h"
 #include "statusboard.h"
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 #define LOCKAPI_BODY_MAX 16384
 #define LOCKAPI_TTL_DEFAULT 30000

@@ -28,7 +28,7 @@
 
 #include <stdbool.h>
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 /* The metadata name (lowercase, without x-amz-meta-) of the writer stamp. */
 #define LOCKBREAK_WRITER_META LOCK_CLIENT_META

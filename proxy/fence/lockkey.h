@@ -56,7 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 #define LOCKKEY_PAYLOAD_MAX 65536
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 #define LOCKMARKS_HASH_SIZE 1024
 

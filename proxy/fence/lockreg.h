@@ -32,8 +32,8 @@
 #include "lockmarks.h"
 #include "statusboard.h"
 #include "http/jobs.h"
-#include "lock/lock.h"
-#include "lock/store.h"
+#include "lock/core/lock.h"
+#include "lock/store/store.h"
 #include "ops/metrics.h"
 
 #define LOCKREG_BUCKET_MAX 63
@@ -66,7 +66,7 @@ struct lockreg_config {
 				   * "<ROOT/>locks/NAME/lock-" and ignores bucket
 				   * (S3 endpoint: AWS_ENDPOINT_URL, else AWS) */
 	const char *region;       /* S3 signing region; NULL: environment */
-	const char *dialect;      /* the S3 dialect (lock/dialect.h), a row's
+	const char *dialect;      /* the S3 dialect (lock/store/dialect.h), a row's
 				   * static name; NULL: FENCE_S3_DIALECT, auto */
 	size_t max_locks;         /* 0: LOCKREG_DEFAULT_MAX_LOCKS */
 	long refresh_ms;          /* the freshness rule's bound (below); 0: 1000;

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 #define OBJCACHE_ETAG_MAX STORE_ETAG_MAX   /* including the NUL */
 #define OBJCACHE_KEY_MAX  2048             /* bucket + "/" + key, bytes */

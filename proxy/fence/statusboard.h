@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 #define STATUSBOARD_RING 100        /* refused writes remembered */
 #define STATUSBOARD_LOCKS 1024      /* locks tracked by name */

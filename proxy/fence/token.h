@@ -58,7 +58,7 @@ struct token token_from_request(const char *header, const char *metadata);
 
 /* Lock names: [A-Za-z0-9._-]{1,128}, and not "." or ".." (the name becomes a
  * key path segment, "locks/NAME/lock-"); the same rule as lock_name_valid()
- * in lock/lock.h. */
+ * in lock/core/lock.h. */
 #define TOKEN_LOCK_NAME_MAX 128
 
 enum token_lock_status {

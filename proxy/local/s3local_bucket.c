@@ -16,7 +16,7 @@
 #include "http/jobs.h"
 #include "ops/log.h"
 #include "s3local_int.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 /* ---- per-worker bucket stores ----------------------------------------- */
 

@@ -16,7 +16,7 @@
 #include "http/proxy.h"
 #include "s3local.h"
 #include "s3local_int.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 /* An HTTP-date header to Unix seconds; 0 when absent or unparsable (S3
  * ignores a date it cannot read). */

@@ -21,7 +21,7 @@
 #include "http/jobs.h"
 #include "http/proxy.h"
 #include "s3local.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 #include "wire/bucketname.h"
 #include "wire/checksum.h"
 

@@ -34,7 +34,7 @@
 #include "wire/pct.h"
 #include "s3local.h"
 #include "s3local_int.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 #define UPLOAD_FILE   "upload.json"
 #define COPY_CHUNK    (1024 * 1024) /* s3l_write_file reads a file range this much at a time */

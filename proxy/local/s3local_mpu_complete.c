@@ -21,7 +21,7 @@
 #include "wire/pct.h"
 #include "s3local.h"
 #include "s3local_int.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 struct complete_parse {
 	struct s3l_part *want;          /* PartNumber and ETag (md5 unquoted) per Part */

@@ -24,7 +24,7 @@
 #include "wire/pct.h"
 #include "s3local.h"
 #include "s3local_int.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 /* ---- UploadPart, UploadPartCopy ---------------------------------------- */
 

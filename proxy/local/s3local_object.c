@@ -22,7 +22,7 @@
 #include "wire/pct.h"
 #include "s3local.h"
 #include "s3local_int.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 /* ---- small helpers ----------------------------------------------------- */
 

@@ -18,7 +18,7 @@
 
 #include "auth.h"
 #include "awschunked.h"
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 #include "ops/log.h"
 #include "wire/method.h"
 #include "wire/pct.h"

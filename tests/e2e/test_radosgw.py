@@ -9,7 +9,7 @@ destination and of CompleteMultipartUpload. The proxy's self-test finds
 that out; fencegate then serves PUT (spelling If-Match bare) and refuses
 fenced DELETE, DeleteObjects and CompleteMultipartUpload with 501
 NotImplemented naming the missing condition (CopyObject is reported as
-unguarded and still forwarded: lock/dialect.h BACKEND_ENFORCED). Every assertion on
+unguarded and still forwarded: lock/store/dialect.h BACKEND_ENFORCED). Every assertion on
 storage reads radosgw directly with boto3, never through the proxy.
 
 The zombie trials (a replica that has not seen the newer epoch forwards

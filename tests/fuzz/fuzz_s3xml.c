@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock/s3xml.h"
+#include "lock/store/s3xml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* fuzz_store_key.c — libFuzzer target for store_key_valid() (lock/store.c),
+/* fuzz_store_key.c — libFuzzer target for store_key_valid() (lock/store/store.c),
  * the gate between object keys and paths under the local store's directory.
  *
  * Input: the key bytes, not NUL-terminated. Checks the verdict against an
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "lock/lock.h"
-#include "lock/store.h"
+#include "lock/core/lock.h"
+#include "lock/store/store.h"
 
 static char errbuf[512];
 

@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lock/store.h"
-#include "lock/timesrc.h"
+#include "lock/store/store.h"
+#include "lock/store/timesrc.h"
 
 /* ---- the knobs of one run (sim_main.c) ----------------------------------- */
 

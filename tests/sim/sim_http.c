@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fence/barrier.h"
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 #define UPSTREAM_TIMEOUT_MS 1000
 #define GRACE_MS 2000

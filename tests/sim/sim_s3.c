@@ -1,5 +1,5 @@
 /* sim_s3.c — the simulation's S3: one bucket in memory behind the store
- * interface (lock/store.h), with S3's conditional writes (If-None-Match
+ * interface (lock/store/store.h), with S3's conditional writes (If-None-Match
  * "*", If-Match on PUT and DELETE: 412/404, now and then 409
  * ConditionalRequestConflict), ETags that are a hash of the content (so an
  * identical rewrite keeps its ETag, as MD5 does), Date and Last-Modified

@@ -22,7 +22,7 @@
 #include "fence/lockreg.h"
 #include "fence/objcas.h"
 #include "fence/objcache.h"
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 #define KEYS 3
 #define MAX_WIDS 20000

@@ -25,8 +25,8 @@
 
 #include "fence/lockreg.h"
 #include "http/jobs.h"
-#include "lock/lock.h"
-#include "lock/store.h"
+#include "lock/core/lock.h"
+#include "lock/store/store.h"
 
 #define REFRESH_MS 200
 

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "lock/lock.h"
-#include "lock/store.h"
-#include "lock/timesrc.h"
+#include "lock/core/lock.h"
+#include "lock/store/store.h"
+#include "lock/store/timesrc.h"
 
 /* --- fake clock ---------------------------------------------------------- */
 

@@ -25,8 +25,8 @@
 #include <cmocka.h>
 #include <openssl/evp.h>
 
-#include "lock/store.h"
-#include "lock/timesrc.h"
+#include "lock/store/store.h"
+#include "lock/store/timesrc.h"
 
 #define FS_TEST_KEY 1024
 

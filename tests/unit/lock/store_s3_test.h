@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "wire/sigv4.h"
-#include "lock/store.h"
+#include "lock/store/store.h"
 
 /* --- a fake clock that records the back-off sleeps ---------------------- */
 

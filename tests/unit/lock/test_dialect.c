@@ -6,7 +6,7 @@
  * it is. */
 #include "store_s3_test.h"
 
-#include "lock/dialect.h"
+#include "lock/store/dialect.h"
 
 static void test_table(void **state)
 {

@@ -1,5 +1,5 @@
-/* test_fencelock.c — the public API (lock/fencelock.h) and the keeper under
- * it (lock/lock_keeper.c) against a real local-directory store and the real
+/* test_fencelock.c — the public API (lock/lib/fencelock.h) and the keeper under
+ * it (lock/core/lock_keeper.c) against a real local-directory store and the real
  * clock, with leases short enough (600 ms: deadline 300 ms after each
  * renewal, a renewal every 200 ms) that the whole file runs in a few
  * seconds. A second handle on the same directory plays the other worker; a
@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "lock/fencelock.h"
-#include "lock/lock.h"
-#include "lock/store.h"
+#include "lock/lib/fencelock.h"
+#include "lock/core/lock.h"
+#include "lock/store/store.h"
 
 #define TTL_MS 600
 #define KEEP_TTL_MS 2000

@@ -1,4 +1,4 @@
-/* test_lock_mark.c — the epoch mark (lock/lock_mark.c) with the in-memory
+/* test_lock_mark.c — the epoch mark (lock/core/lock_mark.c) with the in-memory
  * store of lock_test.h: epoch files deleted out of band → the next epoch is
  * above the mark, for a fresh client and for one whose cache names the
  * deleted files; the mark is never lowered; a crash between the epoch file

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 
 static int parse(const char *json, struct lock_payload *p)
 {

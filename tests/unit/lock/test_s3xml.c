@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "lock/s3xml.h"
+#include "lock/store/s3xml.h"
 
 #define NS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
 

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "fence/fence.h"
-#include "lock/lock.h"
+#include "lock/core/lock.h"
 #include "policy/policy.h"
 
 static char secret_file[64] = "";   /* holds "file-secret\n" */

@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "lockhttp.h"
-#include "s3xml.h"
+#include "lock/store/s3xml.h"
 #include "wire/awscreds.h"
 #include "fencectl_int.h"
 

@@ -15,8 +15,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "lock.h"
-#include "store.h"
+#include "lock/core/lock.h"
+#include "lock/store/store.h"
 #include "fencectl_int.h"
 
 #ifndef FENCE_VERSION

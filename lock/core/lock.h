@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
-#include "timesrc.h"
+#include "lock/store/store.h"
+#include "lock/store/timesrc.h"
 
 enum lock_code {
 	LOCK_OK = 0,

@@ -14,10 +14,10 @@
 #include <string.h>
 
 #include "fencelock.h"
-#include "lock.h"
-#include "lock_keeper.h"
-#include "store.h"
-#include "timesrc.h"
+#include "lock/core/lock.h"
+#include "lock/core/lock_keeper.h"
+#include "lock/store/store.h"
+#include "lock/store/timesrc.h"
 
 struct fence_lock {
 	struct store *st;               /* the lease's: the keeper's while it runs */

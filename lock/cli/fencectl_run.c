@@ -18,9 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lock.h"
-#include "lock_keeper.h"
-#include "timesrc.h"
+#include "lock/core/lock.h"
+#include "lock/core/lock_keeper.h"
+#include "lock/store/timesrc.h"
 #include "fencectl_int.h"
 
 #define RUN_POLL_MS 50

@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "lock.h"
+#include "lock/core/lock.h"
 
 #define EXIT_HELD 3
 
