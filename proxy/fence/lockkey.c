@@ -9,13 +9,23 @@
 
 #include "lockkey.h"
 
-/* 1 if key is the epoch mark of the lock whose files are under prefix. */
+/* 1 if key is the epoch mark of the lock whose files are under prefix.
+ * Every mark key ends in MARK_SUFFIX (lock_mark_key_of), so a key that
+ * does not, nearly every key a write names, is answered without building
+ * the mark's key. */
+#define MARK_SUFFIX "high-water.json"
 static int is_mark_key(const char *key, const char *prefix)
 {
 	char mark[LOCKKEY_KEY_MAX];
+	size_t klen;
 
-	return key && prefix && *prefix && lock_mark_key_of(prefix, mark, sizeof(mark)) == 0 &&
-	       strcmp(key, mark) == 0;
+	if (!key || !prefix || !*prefix)
+		return 0;
+	klen = strlen(key);
+	if (klen < sizeof(MARK_SUFFIX) - 1 ||
+	    memcmp(key + klen - (sizeof(MARK_SUFFIX) - 1), MARK_SUFFIX, sizeof(MARK_SUFFIX) - 1) != 0)
+		return 0;
+	return lock_mark_key_of(prefix, mark, sizeof(mark)) == 0 && strcmp(key, mark) == 0;
 }
 
 int lockkey_under_prefix(const char *key, const char *prefix)

@@ -57,30 +57,58 @@ void statusboard_free(struct statusboard *b)
 	free(b);
 }
 
-/* Copies s into dst[size] as valid UTF-8: a byte that starts no valid
- * sequence becomes U+FFFD, and the copy is cut before a character that
- * does not fit. Returns 1 if cut. */
-static int copy_field(char *dst, size_t size, const char *s)
+/* Appends s (NULL: "") to dst[size], which holds *o bytes, as valid
+ * UTF-8: a byte that starts no valid sequence becomes U+FFFD, and the copy
+ * is cut before a character that does not fit. dst stays NUL-terminated.
+ * Returns 1 if cut. */
+static int append_field(char *dst, size_t size, size_t *o, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	size_t n = strlen((const char *)p), o = 0;
+	size_t n = strlen((const char *)p);
 
 	while (n) {
-		size_t l = utf8_seq_len(p, n);
-		const unsigned char *from = l ? p : (const unsigned char *)"\xEF\xBF\xBD";
-		size_t out = l ? l : 3;
+		size_t l = 0;
+		const unsigned char *from;
+		size_t out;
 
-		if (o + out >= size) {
-			dst[o] = '\0';
+		while (l < n && p[l] < 0x80) /* a run of ASCII in one copy */
+			l++;
+		if (l) {
+			if (*o + l >= size)
+				l = size - 1 - *o; /* what fits; the cut is between bytes */
+			memcpy(dst + *o, p, l);
+			*o += l;
+			p += l;
+			n -= l;
+			if (n && *o + 1 >= size) {
+				dst[*o] = '\0';
+				return 1;
+			}
+			continue;
+		}
+		l = utf8_seq_len(p, n);
+		from = l ? p : (const unsigned char *)"\xEF\xBF\xBD";
+		out = l ? l : 3;
+
+		if (*o + out >= size) {
+			dst[*o] = '\0';
 			return 1;
 		}
-		memcpy(dst + o, from, out);
-		o += out;
+		memcpy(dst + *o, from, out);
+		*o += out;
 		p += l ? l : 1;
 		n -= l ? l : 1;
 	}
-	dst[o] = '\0';
+	dst[*o] = '\0';
 	return 0;
+}
+
+/* append_field into an empty dst. */
+static int copy_field(char *dst, size_t size, const char *s)
+{
+	size_t o = 0;
+
+	return append_field(dst, size, &o, s);
 }
 
 static unsigned name_hash(const char *s)
@@ -166,7 +194,7 @@ static void series_read(const struct series *ser, int64_t now_ms, uint32_t *forw
 static void push_refusal(struct statusboard *b, const struct statusboard_write *w, int64_t now_ms)
 {
 	struct statusboard_refusal *r = &b->ring[b->ring_next];
-	char resource[STATUSBOARD_RESOURCE_MAX + 2];
+	size_t o = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->at_ms = now_ms;
@@ -174,11 +202,12 @@ static void push_refusal(struct statusboard *b, const struct statusboard_write *
 	copy_field(r->client, sizeof(r->client), w->client);
 	copy_field(r->method, sizeof(r->method), w->method);
 	copy_field(r->reason, sizeof(r->reason), w->reason);
-	if (w->bucket && w->bucket[0])
-		snprintf(resource, sizeof(resource), "/%s/%s", w->bucket, w->key ? w->key : "");
-	else
-		snprintf(resource, sizeof(resource), "%s", w->key ? w->key : "");
-	r->resource_cut = copy_field(r->resource, sizeof(r->resource), resource);
+	if (w->bucket && w->bucket[0]) /* "/bucket/key", else the key (HTTP mode: the path) */
+		r->resource_cut = append_field(r->resource, sizeof(r->resource), &o, "/") ||
+				  append_field(r->resource, sizeof(r->resource), &o, w->bucket) ||
+				  append_field(r->resource, sizeof(r->resource), &o, "/");
+	if (!r->resource_cut)
+		r->resource_cut = append_field(r->resource, sizeof(r->resource), &o, w->key);
 	r->has_presented = w->has_presented;
 	r->presented = w->presented;
 	r->has_current = w->has_current;
