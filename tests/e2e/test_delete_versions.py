@@ -20,8 +20,10 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import run  # noqa: E402
+from test_clients_s3 import boto3_client as client  # noqa: E402
 
 FBUCKET = "versions-fenced"
 UBUCKET = "versions-unfenced"
@@ -42,19 +44,6 @@ def acquire(g, name):
     st, j = lock_api(g, name, "acquire", {"ttlMs": 600000, "holder": "versions-test"})
     assert st == 200, (st, j)
     return j["epoch"]
-
-
-def client(g, token=None):
-    import boto3
-    from botocore.config import Config
-    c = boto3.client("s3", endpoint_url=g.url, region_name="us-east-1",
-                     aws_access_key_id="test", aws_secret_access_key="test",
-                     config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
-    if token is not None:
-        def add(request, **kw):
-            request.headers["X-Fencing-Token"] = str(token)
-        c.meta.events.register("before-sign.s3.*", add)
-    return c
 
 
 class Setup:
