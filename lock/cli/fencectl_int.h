@@ -40,7 +40,25 @@ uint64_t fencectl_parse_epoch(const char *s);
 void fencectl_print_json(cJSON *obj);
 /* fencectl --proxy COMMAND: see fencectl_proxy.c. Returns the exit code. */
 int fencectl_cmd_proxy(const struct cli *c);
-/* fencectl run: see fencectl_run.c. Returns the exit code. */
+/* Where `run`'s lease comes from: the store (a struct lock,
+ * fencectl_run.c) or a proxy's lock API (fencectl_proxy.c). */
+struct fencectl_lease {
+	const char *name;            /* the lock's name, for messages */
+	void *ctx;                   /* the functions' first argument */
+	/* Acquires as c says (holder, --ttl, --wait) into g (epoch, ttl_ms,
+	 * deadline_mono_ms by time). Returns 0, or the exit code with what
+	 * failed printed (EXIT_HELD: another holds it). */
+	int (*acquire)(void *ctx, const struct cli *c, struct lock_grant *g);
+	/* lock_keeper_renewer.renew's contract (lock_keeper.h) */
+	enum lock_code (*renew)(void *ctx, struct lock_grant *g, char *err, size_t errlen);
+	/* Gives g up: LOCK_OK, or a code with err */
+	enum lock_code (*release)(void *ctx, struct lock_grant *g, char *err, size_t errlen);
+	const struct timesrc *time;  /* the clock of g's deadline */
+};
+
+/* fencectl run over lease l: see fencectl_run.c. Returns the exit code. */
+int fencectl_run_lease(const struct cli *c, const struct fencectl_lease *l);
+/* fencectl run on a store's lock lk. Returns the exit code. */
 int fencectl_cmd_run(const struct cli *c, struct lock *lk);
 
 #endif

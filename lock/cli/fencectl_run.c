@@ -4,9 +4,10 @@
  * grace period) when a renewal reports the lock lost or the holder's
  * deadline passes, by the main loop's clock, never waiting on a request in
  * flight; releases at the end, or exits 3 (EXIT_HELD) with "lease lost",
- * whatever CMD's status after our SIGTERM. It
- * forwards SIGINT/SIGTERM/SIGHUP to CMD; it parses no arguments (fencectl.c
- * does). */
+ * whatever CMD's status after our SIGTERM. The lease is a store's lock
+ * (here) or one taken through a proxy's lock API (fencectl_proxy.c): the
+ * same loop runs both (struct fencectl_lease). It forwards
+ * SIGINT/SIGTERM/SIGHUP to CMD; it parses no arguments (fencectl.c does). */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -50,14 +51,53 @@ static void report_retry(const char *err, void *arg)
 		(const char *)arg, err);
 }
 
-int fencectl_cmd_run(const struct cli *c, struct lock *lk)
+/* ---- the lease of a store's lock -------------------------------------- */
+
+static int store_acquire(void *ctx, const struct cli *c, struct lock_grant *g)
 {
 	struct lock_acquire_opts ao = { .holder = c->holder, .ttl_ms = c->ttl_ms,
 					.wait_ms = c->wait_ms };
-	const struct timesrc *ts = timesrc_system();
+	struct lock *lk = ctx;
+	struct lock_info who;
+	char err[512] = "";
+	enum lock_code rc;
+
+	memset(&who, 0, sizeof(who));
+	rc = lock_acquire(lk, &ao, g, &who, err, sizeof(err));
+	if (rc == LOCK_HELD || (rc == LOCK_ERR_TIMEOUT && who.epoch)) {
+		fencectl_print_held(lock_name(lk), &who);
+		return EXIT_HELD;
+	}
+	return rc == LOCK_OK ? 0 : fencectl_report(rc, err);
+}
+
+static enum lock_code store_renew(void *ctx, struct lock_grant *g, char *err, size_t errlen)
+{
+	return lock_renew(ctx, g, err, errlen);
+}
+
+static enum lock_code store_release(void *ctx, struct lock_grant *g, char *err, size_t errlen)
+{
+	return lock_release(ctx, g, err, errlen);
+}
+
+int fencectl_cmd_run(const struct cli *c, struct lock *lk)
+{
+	struct fencectl_lease l = { .name = lock_name(lk), .ctx = lk, .acquire = store_acquire,
+				    .renew = store_renew, .release = store_release,
+				    .time = timesrc_system() };
+
+	return fencectl_run_lease(c, &l);
+}
+
+/* ---- the child under a lease ------------------------------------------ */
+
+int fencectl_run_lease(const struct cli *c, const struct fencectl_lease *l)
+{
+	const struct timesrc *ts = l->time;
+	struct lock_keeper_renewer renewer = { l->renew, l->ctx, l->time };
 	struct sigaction sa;
 	struct lock_grant g;
-	struct lock_info who;
 	enum lock_code rc;
 	char err[512] = "", token[32];
 	int64_t now, kill_at = 0, period, grace;
@@ -69,18 +109,14 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 
 	if (!c->child_argv || !c->child_argv[0])
 		fencectl_die_usage("%s", "run needs a command after \"--\": fencectl run NAME -- CMD [ARGS...]");
-	memset(&who, 0, sizeof(who));
-	rc = lock_acquire(lk, &ao, &g, &who, err, sizeof(err));
-	if (rc == LOCK_HELD || (rc == LOCK_ERR_TIMEOUT && who.epoch)) {
-		fencectl_print_held(lock_name(lk), &who);
-		return EXIT_HELD;
-	}
-	if (rc != LOCK_OK)
-		return fencectl_report(rc, err);
+	memset(&g, 0, sizeof(g));
+	code = l->acquire(l->ctx, c, &g);
+	if (code != 0)
+		return code;
 	snprintf(token, sizeof(token), "%" PRIu64, g.epoch);
-	if (setenv("FENCING_TOKEN", token, 1) != 0 || setenv("FENCE_LOCK", lock_name(lk), 1) != 0) {
+	if (setenv("FENCING_TOKEN", token, 1) != 0 || setenv("FENCE_LOCK", l->name, 1) != 0) {
 		fprintf(stderr, "fencectl: cannot set the child's environment\n");
-		lock_release(lk, &g, err, sizeof(err));
+		l->release(l->ctx, &g, err, sizeof(err));
 		return 1;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -94,7 +130,7 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "fencectl: fork: %s\n", strerror(errno));
-		lock_release(lk, &g, err, sizeof(err));
+		l->release(l->ctx, &g, err, sizeof(err));
 		return 1;
 	}
 	if (pid == 0) {
@@ -110,8 +146,8 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 	period = g.ttl_ms / 3 > 1 ? g.ttl_ms / 3 : 1;
 	grace = period < RUN_GRACE_MAX_MS ? period : RUN_GRACE_MAX_MS;
 	ko.period_ms = period;
-	ko.arg = (void *)lock_name(lk);
-	keeper = lock_keeper_start(lk, &g, &ko, err, sizeof(err));
+	ko.arg = (void *)l->name;
+	keeper = lock_keeper_start_with(&renewer, &g, &ko, err, sizeof(err));
 	if (!keeper) {
 		fprintf(stderr, "fencectl: %s; stopping the child\n", err);
 		kill(pid, SIGTERM);
@@ -139,7 +175,7 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 		 * flight on the keeper's thread is doing */
 		if (!lost && lock_keeper_lost(keeper, why, sizeof(why))) {
 			fprintf(stderr, "fencectl: lock \"%s\": %s; stopping the child\n",
-				lock_name(lk), why);
+				l->name, why);
 			lost = 1;
 		}
 		if (lost && !kill_at) {
@@ -159,13 +195,13 @@ int fencectl_cmd_run(const struct cli *c, struct lock *lk)
 
 	if (!lost) {
 		err[0] = '\0';
-		rc = lock_release(lk, &g, err, sizeof(err));
+		rc = l->release(l->ctx, &g, err, sizeof(err));
 		if (rc != LOCK_OK)
 			fprintf(stderr, "fencectl: releasing lock \"%s\" epoch %" PRIu64 ": %s\n",
-				lock_name(lk), g.epoch, err[0] ? err : lock_strerror(rc));
+				l->name, g.epoch, err[0] ? err : lock_strerror(rc));
 	} else {
 		fprintf(stderr, "fencectl: lease lost: lock \"%s\" epoch %" PRIu64 " (%s)\n",
-			lock_name(lk), g.epoch, why);
+			l->name, g.epoch, why);
 	}
 	if (WIFEXITED(status))
 		code = WEXITSTATUS(status);

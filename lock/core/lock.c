@@ -114,13 +114,18 @@ int64_t lock_backoff_ms(int attempt, int64_t base_ms, int64_t cap_ms)
 	return full / 2 + (full / 2) * ((int64_t)r[0] << 8 | r[1]) / 65536;
 }
 
-int64_t lock_margin_for(const struct lock *lk, int64_t ttl_ms)
+int64_t lock_margin_default(int64_t ttl_ms)
 {
 	int64_t m = 1000 + ttl_ms / 10;
 
+	return m < ttl_ms / 2 ? m : ttl_ms / 2;
+}
+
+int64_t lock_margin_for(const struct lock *lk, int64_t ttl_ms)
+{
 	if (lk->safety_margin_ms > 0)
 		return lk->safety_margin_ms;
-	return m < ttl_ms / 2 ? m : ttl_ms / 2;
+	return lock_margin_default(ttl_ms);
 }
 
 /* --- opening, keys --------------------------------------------------------- */

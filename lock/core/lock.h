@@ -134,9 +134,14 @@ struct lock_options {
 	const char *prefix;             /* NULL: "<store root>locks/<name>/lock-" */
 	const struct timesrc *time;     /* NULL: timesrc_system() */
 	int64_t unreadable_hold_ms;     /* 0: 60000 */
-	int64_t safety_margin_ms;       /* 0: min(1000 + ttl/10, ttl/2) */
+	int64_t safety_margin_ms;       /* 0: lock_margin_default(ttl) */
 	int max_create_retries;         /* 409/ambiguous create retries; 0: 5 */
 };
+
+/* The holder's safety margin for a lease of ttl_ms when none is set:
+ * min(1000 + ttl/10, ttl/2). A holder's deadline is the time it sent the
+ * write that granted the lease, plus ttl, less the margin. */
+int64_t lock_margin_default(int64_t ttl_ms);
 
 struct lock;
 

@@ -3,8 +3,9 @@
  * One mutex guards what the thread publishes (deadline, lost, why, stop);
  * the struct lock and the grant are touched by the thread only. The thread
  * sleeps on a condition variable in slices of at most KEEPER_SLICE_MS of
- * real time and judges every step by the lock's own clock (lk->time), so a
- * stop is prompt and a test clock still decides when renewals are due.
+ * real time and judges every step by the lock's own clock (lk->time, or
+ * the renewer's), so a stop is prompt and a test clock still decides when
+ * renewals are due.
  * Deciding whether the lease is lost belongs to lock_renew; deciding what a
  * lost lease means for the work belongs to the caller. */
 #include <errno.h>
@@ -22,7 +23,7 @@
 #define KEEPER_RETRY_MAX_MS 1000
 
 struct lock_keeper {
-	struct lock *lk;
+	struct lock_keeper_renewer r;
 	struct lock_grant *g;
 	struct lock_keeper_opts opts;
 	pthread_t thread;
@@ -37,7 +38,7 @@ struct lock_keeper {
 
 static int64_t now_ms(const struct lock_keeper *k)
 {
-	return timesrc_mono_ms(k->lk->time);
+	return timesrc_mono_ms(k->r.time);
 }
 
 /* Waits (mu held) for up to ms of real time or until stopped. */
@@ -110,7 +111,7 @@ static void *keeper_main(void *arg)
 		pthread_mutex_unlock(&k->mu);
 
 		err[0] = '\0';
-		rc = lock_renew(k->lk, k->g, err, sizeof(err));
+		rc = k->r.renew(k->r.ctx, k->g, err, sizeof(err));
 
 		pthread_mutex_lock(&k->mu);
 		if (rc == LOCK_OK) {
@@ -136,16 +137,35 @@ static void *keeper_main(void *arg)
 	return NULL;
 }
 
+static enum lock_code renew_lock(void *ctx, struct lock_grant *grant, char *err, size_t errlen)
+{
+	return lock_renew(ctx, grant, err, errlen);
+}
+
 struct lock_keeper *lock_keeper_start(struct lock *lk, struct lock_grant *grant,
 				      const struct lock_keeper_opts *opts,
 				      char *err, size_t errlen)
+{
+	struct lock_keeper_renewer r = { renew_lock, lk, lk ? lk->time : NULL };
+
+	if (!lk) {
+		snprintf(err, errlen, "the keeper needs a lock");
+		return NULL;
+	}
+	return lock_keeper_start_with(&r, grant, opts, err, errlen);
+}
+
+struct lock_keeper *lock_keeper_start_with(const struct lock_keeper_renewer *r,
+					   struct lock_grant *grant,
+					   const struct lock_keeper_opts *opts,
+					   char *err, size_t errlen)
 {
 	struct lock_keeper *k;
 	pthread_condattr_t ca;
 	sigset_t all, old;
 	int rc;
 
-	if (!lk || !grant || !grant->epoch) {
+	if (!r || !r->renew || !r->time || !grant || !grant->epoch) {
 		snprintf(err, errlen, "the keeper needs a granted lease");
 		return NULL;
 	}
@@ -154,7 +174,7 @@ struct lock_keeper *lock_keeper_start(struct lock *lk, struct lock_grant *grant,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	k->lk = lk;
+	k->r = *r;
 	k->g = grant;
 	if (opts)
 		k->opts = *opts;

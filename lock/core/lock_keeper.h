@@ -2,9 +2,12 @@
  *
  * The keeper renews a granted lease every period on a thread of its own, so
  * the holder's deadline can be enforced by the holder's clock whatever a
- * request in flight does. While it runs it owns the struct lock and the
- * struct lock_grant it was given; the caller reads only what the keeper
- * publishes (the deadline of the last confirmed renewal, lost or not).
+ * request in flight does. While it runs it owns the struct lock (or the
+ * renewer's context) and the struct lock_grant it was given; the caller
+ * reads only what the keeper publishes (the deadline of the last confirmed
+ * renewal, lost or not). The renewal is lock_renew on a struct lock, or
+ * any function with its contract (a lease taken through a proxy's lock
+ * API: fencectl --proxy run).
  *
  * A renewal that reports LOCK_LOST ends the keeper: on_lost runs once, on
  * the keeper thread. A renewal that fails otherwise (the store is down) is
@@ -43,8 +46,24 @@ struct lock_keeper *lock_keeper_start(struct lock *lk, struct lock_grant *grant,
 				      const struct lock_keeper_opts *opts,
 				      char *err, size_t errlen);
 
+/* A renewal other than lock_renew, with its contract: renews grant, not
+ * waiting past grant->deadline_mono_ms; LOCK_OK with the deadline moved on
+ * (by time's monotonic clock), LOCK_LOST (err: why; the keeper ends), or
+ * another code (err: what failed; retried). Called on the keeper thread. */
+struct lock_keeper_renewer {
+	enum lock_code (*renew)(void *ctx, struct lock_grant *grant, char *err, size_t errlen);
+	void *ctx;                   /* the keeper's until lock_keeper_stop */
+	const struct timesrc *time;  /* the clock of grant's deadline */
+};
+
+/* lock_keeper_start with renewer r (copied) instead of lock_renew on a lock. */
+struct lock_keeper *lock_keeper_start_with(const struct lock_keeper_renewer *r,
+					   struct lock_grant *grant,
+					   const struct lock_keeper_opts *opts,
+					   char *err, size_t errlen);
+
 /* Milliseconds left until the holder's deadline of the last confirmed
- * renewal, by the lock's monotonic clock; 0 once lost or past it. Safe from
+ * renewal, by the lock's (the renewer's) monotonic clock; 0 once lost or past it. Safe from
  * any thread. */
 int64_t lock_keeper_left_ms(struct lock_keeper *k);
 

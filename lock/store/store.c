@@ -50,11 +50,11 @@ enum store_code store_delete_ex(struct store *st, const char *key,
 {
 	if (st->ext && st->ext->del_opts)
 		return st->ext->del_opts(st, key, opts, res);
-	if (opts && opts->if_meta.name) {
+	if (opts && (opts->if_meta.name || opts->version_id)) {
 		store_result_clear(res);
 		res->code = STORE_ERR_INVALID;
-		snprintf(res->err_message, sizeof(res->err_message),
-			 "this store cannot condition a delete on metadata");
+		snprintf(res->err_message, sizeof(res->err_message), "this store cannot %s",
+			 opts->version_id ? "delete one version" : "condition a delete on metadata");
 		return STORE_ERR_INVALID;
 	}
 	return st->ops->del(st, key, opts ? opts->if_match : NULL, res);

@@ -165,10 +165,14 @@ struct store_put_opts {
 
 
 /* A conditional delete: if_match (an ETag, NULL none) and if_meta, both on
- * the same version, atomically. */
+ * the same version, atomically. version_id (NULL: the key's current
+ * object) deletes that one version instead, as S3's DELETE ?versionId=
+ * does: the local-directory store keeps one version, "null", which is the
+ * key itself, and refuses any other (STORE_ERR_INVALID). */
 struct store_delete_opts {
 	const char *if_match;
 	struct store_meta_cond if_meta;
+	const char *version_id;
 };
 
 struct store_list_entry {
@@ -313,8 +317,9 @@ static inline enum store_code store_get_file(struct store *st, const char *key, 
 	return st->ext->get_file(st, key, fd, res);
 }
 
-/* A delete under store_delete_opts (NULL: unconditional). A backend that
- * cannot check opts->if_meta answers STORE_ERR_INVALID. */
+/* A delete under store_delete_opts (NULL: unconditional, the current
+ * object). A backend that cannot check opts->if_meta, or delete one
+ * version, answers STORE_ERR_INVALID. */
 enum store_code store_delete_ex(struct store *st, const char *key,
 				const struct store_delete_opts *opts, struct store_result *res);
 static inline enum store_code store_list(struct store *st, const char *prefix, const char *start_after,

@@ -496,8 +496,9 @@ out:
 	return code;
 }
 
-/* Deletes the object (and its sidecars). A missing key is STORE_OK (204)
- * when unconditional, STORE_NOT_FOUND with a condition, as S3 answers. */
+/* Deletes the object (and its sidecars); version "null" is the object, any
+ * other version is refused. A missing key is STORE_OK (204) when
+ * unconditional, STORE_NOT_FOUND with a condition, as S3 answers. */
 static enum store_code fs_del_opts(struct store *st, const char *key,
 				   const struct store_delete_opts *dopts, struct store_result *res)
 {
@@ -525,6 +526,11 @@ static enum store_code fs_del_opts(struct store *st, const char *key,
 	code = check_key(key, res);
 	if (code)
 		goto out;
+	if (dopts->version_id && strcmp(dopts->version_id, "null") != 0) {
+		code = store_fs_fail(res, STORE_ERR_INVALID, "InvalidArgument", "this store keeps "
+				     "one version of \"%s\", \"null\"", key);
+		goto out;
+	}
 	if ((dopts->if_meta.name && !if_meta_value) || store_fs_path_build(key, &p) < 0) {
 		code = store_fs_fail(res, STORE_ERR_NOMEM, NULL, "out of memory");
 		goto out;

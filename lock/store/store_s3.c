@@ -24,7 +24,6 @@
 #include "store_s3_int.h"
 
 #define GET_BODY_MAX     ((size_t)16 << 20)  /* object bytes a GET may return */
-#define LIST_BODY_MAX    ((size_t)8 << 20)   /* XML of one listing page */
 #define OTHER_BODY_MAX   ((size_t)1 << 20)   /* error bodies of HEAD/PUT/DELETE */
 #define KEY_MAX          1024                /* S3's limit, in bytes */
 #define BACKOFF_BASE_MS  100
@@ -96,7 +95,7 @@ static void result_reset(struct store_result *res)
 	res->attempts = attempts;
 }
 
-static enum store_code refuse(struct store_result *res, const char *why)
+enum store_code store_s3_refuse(struct store_result *res, const char *why)
 {
 	res->code = STORE_ERR_INVALID;
 	snprintf(res->err_message, sizeof(res->err_message), "%s", why);
@@ -547,7 +546,7 @@ static enum store_code read_object(struct store *st, const char *key, int body,
 
 	store_result_clear(res);
 	if (!key_ok(key))
-		return refuse(res, "key must be 1 to 1024 bytes");
+		return store_s3_refuse(res, "key must be 1 to 1024 bytes");
 	code = store_s3_perform(s, &c, &buf, res);
 	if (code == STORE_OK && body) {
 		if (!buf.data && !(buf.data = calloc(1, 1))) {
@@ -627,26 +626,26 @@ static enum store_code s3_put(struct store *st, const char *key, const void *bod
 	if (!opts)
 		opts = &plain;
 	if (!key_ok(key))
-		return refuse(res, "key must be 1 to 1024 bytes");
+		return store_s3_refuse(res, "key must be 1 to 1024 bytes");
 	if (!body && len)
-		return refuse(res, "no body");
+		return store_s3_refuse(res, "no body");
 	if (opts->cond == STORE_COND_IF_MATCH && (!opts->etag || !*opts->etag || !store_s3_header_safe(opts->etag)))
-		return refuse(res, "If-Match needs an etag of printable characters");
+		return store_s3_refuse(res, "If-Match needs an etag of printable characters");
 	if (opts->cond != STORE_COND_NONE && opts->cond != STORE_COND_IF_MATCH &&
 	    opts->cond != STORE_COND_IF_NONE_MATCH_ANY)
-		return refuse(res, "unknown put condition");
+		return store_s3_refuse(res, "unknown put condition");
 	if (opts->content_type && (!*opts->content_type || !store_s3_header_safe(opts->content_type)))
-		return refuse(res, "bad content type");
+		return store_s3_refuse(res, "bad content type");
 	if (opts->if_meta.name)
-		return refuse(res, "S3 cannot condition a write on metadata (if_meta)");
+		return store_s3_refuse(res, "S3 cannot condition a write on metadata (if_meta)");
 	if (opts->files || opts->object_etag || opts->adopt)
-		return refuse(res, "S3 takes a body from memory only, with its own ETag");
+		return store_s3_refuse(res, "S3 takes a body from memory only, with its own ETag");
 	if (opts->nmeta > STORE_META_MAX || (opts->nmeta && !opts->meta))
-		return refuse(res, "too much metadata");
+		return store_s3_refuse(res, "too much metadata");
 	for (i = 0; i < opts->nmeta; i++)
 		if (!meta_name_ok(opts->meta[i].name) || !opts->meta[i].value ||
 		    !store_s3_header_safe(opts->meta[i].value))
-			return refuse(res, "metadata names must be [A-Za-z0-9_-], values printable ASCII");
+			return store_s3_refuse(res, "metadata names must be [A-Za-z0-9_-], values printable ASCII");
 	po = *opts;
 	if (po.cond == STORE_COND_IF_MATCH)
 		po.etag = spell_if_match(s, po.etag, spelled, sizeof(spelled));
@@ -665,21 +664,31 @@ static enum store_code s3_put(struct store *st, const char *key, const void *bod
 	return code;
 }
 
-static enum store_code s3_del(struct store *st, const char *key, const char *if_match,
-			      struct store_result *res)
+enum store_code store_s3_del_opts(struct store *st, const char *key,
+				  const struct store_delete_opts *opts, struct store_result *res)
 {
 	struct store_s3 *s = (struct store_s3 *)st;
+	const char *if_match = opts ? opts->if_match : NULL;
 	struct s3_call c = { .method = "DELETE", .key = key, .if_match = if_match,
 			     .body_max = OTHER_BODY_MAX, .idempotent = if_match == NULL };
-	char spelled[STORE_ETAG_MAX];
+	char spelled[STORE_ETAG_MAX], *query = NULL;
 	struct body_buf buf = { 0 };
 	enum store_code code;
 
 	store_result_clear(res);
 	if (!key_ok(key))
-		return refuse(res, "key must be 1 to 1024 bytes");
+		return store_s3_refuse(res, "key must be 1 to 1024 bytes");
 	if (if_match && (!*if_match || !store_s3_header_safe(if_match)))
-		return refuse(res, "If-Match needs an etag of printable characters");
+		return store_s3_refuse(res, "If-Match needs an etag of printable characters");
+	if (opts && opts->if_meta.name)
+		return store_s3_refuse(res, "S3 cannot condition a delete on metadata (if_meta)");
+	if (opts && opts->version_id) {
+		if (!*opts->version_id)
+			return store_s3_refuse(res, "an empty version id");
+		if (store_s3_query_add(&query, "versionId", opts->version_id) < 0)
+			return res->code = STORE_ERR_NOMEM;
+		c.query = query;
+	}
 	if (if_match)
 		c.if_match = spell_if_match(s, if_match, spelled, sizeof(spelled));
 	code = store_s3_perform(s, &c, &buf, res);
@@ -692,72 +701,17 @@ static enum store_code s3_del(struct store *st, const char *key, const char *if_
 		/* no learning from a delete: a server that ignores DELETE's
 		 * If-Match would teach the wrong form */
 	}
-	free(buf.data);
-	return code;
-}
-
-/* Appends "&name=encoded(value)" (without '&' when q is empty). */
-static int query_add(char **q, const char *name, const char *value)
-{
-	char *enc = sigv4_uri_encode(value, strlen(value), 1), *grown = NULL;
-	int n;
-
-	if (!enc)
-		return -1;
-	n = asprintf(&grown, "%s%s%s=%s", *q ? *q : "", *q ? "&" : "", name, enc);
-	free(enc);
-	if (n < 0)
-		return -1;
-	free(*q);
-	*q = grown;
-	return 0;
-}
-
-static enum store_code s3_list(struct store *st, const char *prefix, const char *start_after,
-			       const char *continuation, int max_keys,
-			       struct store_list_page *page, struct store_result *res)
-{
-	struct store_s3 *s = (struct store_s3 *)st;
-	struct s3_call c = { .method = "GET", .body_max = LIST_BODY_MAX, .idempotent = 1 };
-	struct body_buf buf = { 0 };
-	char *query = NULL, num[16], why[200];
-	enum store_code code;
-	enum s3xml_code xc;
-
-	store_result_clear(res);
-	memset(page, 0, sizeof(*page));
-	if (max_keys < 1 || max_keys > 1000)
-		return refuse(res, "max_keys must be 1 to 1000");
-	snprintf(num, sizeof(num), "%d", max_keys);
-	/* parameters in canonical (sorted) order */
-	if ((continuation && *continuation && query_add(&query, "continuation-token", continuation)) ||
-	    query_add(&query, "list-type", "2") ||
-	    query_add(&query, "max-keys", num) ||
-	    (prefix && *prefix && query_add(&query, "prefix", prefix)) ||
-	    (start_after && *start_after && query_add(&query, "start-after", start_after))) {
-		code = res->code = STORE_ERR_NOMEM;
-		goto out;
-	}
-	c.query = query;
-	code = store_s3_perform(s, &c, &buf, res);
-	if (code != STORE_OK)
-		goto out;
-	xc = s3xml_parse_list(buf.data ? buf.data : "", buf.len, page, why, sizeof(why));
-	if (xc != S3XML_OK) {
-		code = xc == S3XML_ERR_NOMEM ? STORE_ERR_NOMEM : STORE_ERR_PROTOCOL;
-		snprintf(res->err_message, sizeof(res->err_message), "listing: %s", why);
-	} else if (page->truncated && !page->next_token) {
-		code = STORE_ERR_PROTOCOL;
-		snprintf(res->err_message, sizeof(res->err_message),
-			 "listing is truncated but has no continuation token");
-	}
-	if (code != STORE_OK)
-		store_list_page_free(page);
-	res->code = code;
-out:
 	free(query);
 	free(buf.data);
 	return code;
+}
+
+static enum store_code s3_del(struct store *st, const char *key, const char *if_match,
+			      struct store_result *res)
+{
+	struct store_delete_opts opts = { .if_match = if_match };
+
+	return store_s3_del_opts(st, key, &opts, res);
 }
 
 void store_s3_close(struct store *st)
@@ -786,6 +740,6 @@ const struct store_ops store_s3_ops = {
 	.head = s3_head,
 	.put = s3_put,
 	.del = s3_del,
-	.list = s3_list,
+	.list = store_s3_list,
 	.close = store_s3_close,
 };

@@ -61,7 +61,27 @@ struct s3_call {
 enum store_code store_s3_perform(struct store_s3 *s, struct s3_call *c,
 				 struct body_buf *buf, struct store_result *res);
 
-/* The self-test's copy and multipart probes (store_s3_probe.c). */
+/* Records why a call was refused before sending (res->code
+ * STORE_ERR_INVALID, the message why); returns STORE_ERR_INVALID. */
+enum store_code store_s3_refuse(struct store_result *res, const char *why);
+
+/* Appends "&name=value" to *q, value SigV4-encoded (no '&' when *q is
+ * NULL); *q is malloc'd, the caller frees it. 0, or -1 on ENOMEM (*q kept). */
+int store_s3_query_add(char **q, const char *name, const char *value);
+
+/* ListObjectsV2, one page (store_s3_list.c): store_ops.list. */
+enum store_code store_s3_list(struct store *st, const char *prefix, const char *start_after,
+			      const char *continuation, int max_keys,
+			      struct store_list_page *page, struct store_result *res);
+
+/* DELETE under store_delete_opts (If-Match, a version; an if_meta
+ * condition is refused): store_ext_ops.del_opts (store_s3.c). */
+enum store_code store_s3_del_opts(struct store *st, const char *key,
+				  const struct store_delete_opts *opts,
+				  struct store_result *res);
+
+/* The self-test's copy and multipart probes (store_s3_probe.c), and
+ * store_s3_del_opts. */
 extern const struct store_ext_ops store_s3_ext_ops;
 
 /* The operations table of an S3 store (store_s3.c). */

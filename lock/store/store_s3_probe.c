@@ -164,4 +164,5 @@ out:
 const struct store_ext_ops store_s3_ext_ops = {
 	.probe_copy = probe_copy,
 	.probe_complete = probe_complete,
+	.del_opts = store_s3_del_opts,
 };

@@ -38,7 +38,7 @@ def build_c_worker(tmp):
                           capture_output=True, text=True).stdout.split()
     inc = os.path.join(tmp, "include")
     os.makedirs(inc)
-    os.symlink(os.path.join(harness.ROOT, "lock"), os.path.join(inc, "fencegate"))
+    os.symlink(os.path.join(harness.ROOT, "lock", "lib"), os.path.join(inc, "fencegate"))
     p = subprocess.run(["cc", "-Wall", "-Werror", "-o", exe, os.path.join(EX, "worker.c"),
                         "-I" + inc, os.path.join(harness.ROOT, "lib", "libfencelock.a")] + libs +
                        ["-lpthread", "-lm"], capture_output=True, text=True)

@@ -118,6 +118,13 @@ def test_writes(rgw, gate):
     except s3.exceptions.ClientError as err:
         expect(err.response["Error"]["Code"] == "NotImplemented", str(err))
     expect(moto_body(rgw, b, "k2")[0] == b"sdk", "DeleteObjects refused: nothing deleted")
+    # a batch of versions only needs no condition: each is deleted by its id
+    # (version "null" of an unversioned bucket is the object)
+    res = s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "k2", "VersionId": "null"}]})
+    expect(not res.get("Errors") and [d["Key"] for d in res.get("Deleted", [])] == ["k2"],
+           "DeleteObjects of a version: %s" % res)
+    expect(moto_body(rgw, b, "k2")[0] is None, "the version is gone from radosgw")
+    s3.put_object(Bucket=b, Key="k2", Body=b"sdk", Metadata={"fencing-token": str(e2)})
     # CopyObject: radosgw ignores the destination's condition; the copy is
     # forwarded (not yet enforced, dialect.h) and stamped; a stale one refused
     s3.copy_object(Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "k"},

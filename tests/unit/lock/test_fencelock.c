@@ -3,7 +3,9 @@
  * clock, with leases short enough (600 ms: deadline 300 ms after each
  * renewal, a renewal every 200 ms) that the whole file runs in a few
  * seconds. A second handle on the same directory plays the other worker; a
- * break through the protocol API (lock.h) plays the operator. */
+ * break through the protocol API (lock.h) plays the operator. The keeper
+ * also runs a renewer of its caller's (a lease through a proxy's lock API,
+ * as fencectl --proxy run has it), scripted here. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +20,9 @@
 
 #include "lock/lib/fencelock.h"
 #include "lock/core/lock.h"
+#include "lock/core/lock_keeper.h"
 #include "lock/store/store.h"
+#include "lock/store/timesrc.h"
 
 #define TTL_MS 600
 #define KEEP_TTL_MS 2000
@@ -203,6 +207,68 @@ static void keeper_reports_a_break(void **state)
 	assert_int_equal(n.calls, 1);
 }
 
+/* A renewer of the caller's: OK, OK (each moving the deadline on), a
+ * failure (retried), then LOCK_LOST, whose reason the keeper reports. */
+struct scripted {
+	int calls, retries, lost;
+	char why[128];
+};
+
+static enum lock_code scripted_renew(void *ctx, struct lock_grant *g, char *err, size_t errlen)
+{
+	struct scripted *sc = ctx;
+	static const enum lock_code script[] = { LOCK_OK, LOCK_OK, LOCK_ERR_STORE, LOCK_LOST };
+	enum lock_code rc = script[sc->calls < 3 ? sc->calls : 3];
+
+	sc->calls++;
+	if (rc == LOCK_OK)
+		g->deadline_mono_ms = timesrc_mono_ms(timesrc_system()) + 2000;
+	snprintf(err, errlen, "%s", rc == LOCK_LOST ? "epoch 8 took over" : "proxy down");
+	return rc;
+}
+
+static void scripted_retry(const char *err, void *arg)
+{
+	((struct scripted *)arg)->retries++;
+}
+
+static void scripted_lost(const char *why, void *arg)
+{
+	struct scripted *sc = arg;
+
+	sc->lost++;
+	snprintf(sc->why, sizeof(sc->why), "%s", why);
+}
+
+static void keeper_runs_a_callers_renewer(void **state)
+{
+	struct scripted sc = { 0 };
+	struct lock_keeper_renewer r = { scripted_renew, &sc, timesrc_system() };
+	struct lock_keeper_opts ko = { .period_ms = 100, .on_lost = scripted_lost,
+				       .on_retry = scripted_retry, .arg = &sc };
+	struct lock_grant g = { .epoch = 7, .ttl_ms = 600 };
+	struct lock_keeper *k;
+	char err[256], why[256];
+	int i;
+
+	g.deadline_mono_ms = timesrc_mono_ms(timesrc_system()) + 2000;
+	r.renew = NULL;
+	assert_null(lock_keeper_start_with(&r, &g, &ko, err, sizeof(err)));
+	r.renew = scripted_renew;
+	k = lock_keeper_start_with(&r, &g, &ko, err, sizeof(err));
+	if (!k)
+		fail_msg("lock_keeper_start_with: %s", err);
+	for (i = 0; i < 250 && !lock_keeper_lost(k, NULL, 0); i++)
+		nap(20);
+	assert_true(lock_keeper_lost(k, why, sizeof(why)));
+	assert_string_equal(why, "epoch 8 took over");
+	assert_int_equal(lock_keeper_stop(k), 1);
+	assert_int_equal(sc.calls, 4);
+	assert_int_equal(sc.retries, 1);
+	assert_int_equal(sc.lost, 1);
+	assert_string_equal(sc.why, "epoch 8 took over");
+}
+
 static void strerror_names_every_result(void **state)
 {
 	static const enum fence_result all[] = {
@@ -224,6 +290,7 @@ int main(void)
 		cmocka_unit_test(deadline_without_renewal_ends_the_lease),
 		cmocka_unit_test(keeper_keeps_the_lease_past_its_ttl),
 		cmocka_unit_test(keeper_reports_a_break),
+		cmocka_unit_test(keeper_runs_a_callers_renewer),
 		cmocka_unit_test(strerror_names_every_result),
 	};
 

@@ -176,6 +176,18 @@ static void test_meta_condition_aba(void **state)
 		assert_int_equal(store_delete_ex(f->st, "plain", &dopts, &f->res), STORE_OK);
 		assert_int_equal(store_head(f->st, "plain", &f->res), STORE_NOT_FOUND);
 	}
+	/* one version is kept, "null": the object itself; another is refused */
+	put_epoch(f, "versioned", "v", NULL);
+	{
+		struct store_delete_opts dopts = { .version_id = "3HL4" };
+
+		assert_int_equal(store_delete_ex(f->st, "versioned", &dopts, &f->res),
+				 STORE_ERR_INVALID);
+		assert_int_equal(store_head(f->st, "versioned", &f->res), STORE_OK);
+		dopts.version_id = "null";
+		assert_int_equal(store_delete_ex(f->st, "versioned", &dopts, &f->res), STORE_OK);
+		assert_int_equal(store_head(f->st, "versioned", &f->res), STORE_NOT_FOUND);
+	}
 }
 
 /* store_s3 cannot check a metadata condition: it refuses before sending

@@ -2,7 +2,7 @@
  * of store_s3_test.h: how statuses map to store codes, the body cap, list
  * queries and pages, virtual-hosted addressing, what is refused before
  * anything is sent, and store_open errors. (Retries and the moto group are
- * in test_store_s3.c.) */
+ * in test_store_s3.c.) A version's delete is DELETE ?versionId=. */
 #include "store_s3_test.h"
 
 static void test_status_mapping(void **state)
@@ -132,6 +132,39 @@ static void test_list_query_and_pages(void **state)
 	free(sv);
 }
 
+/* store_delete_ex with a version id: DELETE /bkt/key?versionId=ENCODED,
+ * unconditional unless If-Match is given; an upstream refusal is the
+ * answer (no retry of a 400). */
+static void test_delete_version(void **state)
+{
+	static const struct canned script[] = {
+		{ .status = 204 },
+		{ .status = 400, .body = "<Error><Code>InvalidArgument</Code>"
+		  "<Message>Invalid version id specified</Message></Error>" },
+	};
+	struct script_server *sv = server_start(script, 2);
+	struct store *st = open_at(sv->port, "127.0.0.1", -1, 4, 2000);
+	struct store_result res = STORE_RESULT_INIT;
+	struct store_delete_opts del = { .version_id = "3/L4kqtJl+cr=" };
+
+	(void)state;
+	assert_int_equal(store_delete_ex(st, "dir/k", &del, &res), STORE_OK);
+	del.version_id = "bad";
+	assert_int_equal(store_delete_ex(st, "dir/k", &del, &res), STORE_ERR_PROTOCOL);
+	assert_string_equal(res.err_code, "InvalidArgument");
+	assert_int_equal(res.attempts, 1);
+	del.version_id = "";
+	assert_int_equal(store_delete_ex(st, "dir/k", &del, &res), STORE_ERR_INVALID);
+	assert_int_equal(res.attempts, 0);
+	assert_int_equal(server_stop(sv), 2);
+	assert_false(has_header(&sv->seen[0], "If-Match"));
+	assert_string_equal(strtok(sv->seen[0].head, "\r"),
+			    "DELETE /bkt/dir/k?versionId=3%2FL4kqtJl%2Bcr%3D HTTP/1.1");
+	store_result_clear(&res);
+	store_close(st);
+	free(sv);
+}
+
 /* Virtual-hosted addressing puts the bucket in Host; *.localhost resolves
  * to loopback without DNS. */
 static void test_virtual_hosted(void **state)
@@ -209,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_status_mapping),
 		cmocka_unit_test(test_body_cap),
 		cmocka_unit_test(test_list_query_and_pages),
+		cmocka_unit_test(test_delete_version),
 		cmocka_unit_test(test_virtual_hosted),
 		cmocka_unit_test(test_refused_before_sending),
 		cmocka_unit_test(test_open_errors),
