@@ -59,6 +59,8 @@ struct sim_report {
 	unsigned long twice;          /* violations: an epoch handed out twice */
 	unsigned long http_reorders;  /* violations: downstream order */
 	unsigned long acks, refused, grants, requests;
+	unsigned long unread_creates; /* S3 mode: writes sent by the unread create */
+	unsigned long unread_existed; /* ... that found the key (HEAD, then decided) */
 	char first[512];              /* the first violation, described */
 };
 

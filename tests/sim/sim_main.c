@@ -33,6 +33,8 @@ static void add(struct sim_report *sum, const struct sim_report *r)
 	sum->refused += r->refused;
 	sum->grants += r->grants;
 	sum->requests += r->requests;
+	sum->unread_creates += r->unread_creates;
+	sum->unread_existed += r->unread_existed;
 }
 
 static void usage(void)
@@ -115,6 +117,9 @@ int main(int argc, char **argv)
 	printf("sim: %lu schedules (%lu S3 mode, %lu HTTP mode), %lu grants, %lu acknowledged "
 	       "writes, %lu refused, %lu store requests\n", seeds, s3_runs, http_runs, sum.grants,
 	       sum.acks, sum.refused, sum.requests);
+	printf("sim: object CAS: %lu unread creates (If-None-Match \"*\" on a cache miss), %lu "
+	       "of them found the key and were read and decided\n", sum.unread_creates,
+	       sum.unread_existed);
 	printf("sim: violations in %lu schedules: %lu late acknowledged writes, %lu decided on "
 	       "knowledge older than the refresh interval, %lu overlapping holders, %lu epochs "
 	       "handed out twice, %lu HTTP reorders; %lu inside the documented window\n", bad,
