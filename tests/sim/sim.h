@@ -46,6 +46,9 @@ struct sim_config {
 	bool old_cas;           /* a lost race re-reads the object, not the lock,
 				 * and a write that waited is not checked again */
 	bool old_barrier;       /* HTTP mode: a timed-out write lifts the barrier */
+	bool bad_unread;        /* a wrong unread create: when it finds the key,
+				 * the HEAD's epoch is ignored (If-Match its ETag
+				 * whatever wrote it) */
 	bool unfenced;          /* control: replicas forward every write */
 	bool verbose;
 };

@@ -2,7 +2,7 @@
  * reports what the checker found.
  *
  *   sim [--seeds N] [--first-seed S] [--mode s3|http|both] [--identical]
- *       [--old-idle] [--old-renew] [--old-cas] [--old-barrier] [--unfenced]
+ *       [--old-idle] [--old-renew] [--old-cas] [--old-barrier] [--bad-unread] [--unfenced]
  *       [--expect-violations] [--duration MS] [-v]
  *
  * Exit 0 when no schedule had a violation (with --expect-violations: when
@@ -40,7 +40,7 @@ static void add(struct sim_report *sum, const struct sim_report *r)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seeds N] [--first-seed S] [--mode s3|http|both] "
-		"[--identical] [--old-idle] [--old-renew] [--old-cas] [--old-barrier] "
+		"[--identical] [--old-idle] [--old-renew] [--old-cas] [--old-barrier] [--bad-unread] "
 		"[--unfenced] [--expect-violations] [--duration MS] [-v]\n");
 	exit(2);
 }
@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 			cfg.old_cas = true;
 		else if (strcmp(a, "--old-barrier") == 0)
 			cfg.old_barrier = true;
+		else if (strcmp(a, "--bad-unread") == 0)
+			cfg.bad_unread = true;
 		else if (strcmp(a, "--unfenced") == 0)
 			cfg.unfenced = true;
 		else if (strcmp(a, "--expect-violations") == 0)
@@ -127,11 +129,11 @@ int main(int argc, char **argv)
 	       sum.windowed);
 	if (bad)
 		printf("sim: first at seed %" PRIu64 ": %s\nsim: replay: %s --first-seed %" PRIu64
-		       " --seeds 1 --mode %s%s%s%s%s%s%s -v\n", first_bad, first_msg, argv[0],
+		       " --seeds 1 --mode %s%s%s%s%s%s%s%s -v\n", first_bad, first_msg, argv[0],
 		       first_bad, mode, cfg.identical_bodies ? " --identical" : "",
 		       cfg.old_idle ? " --old-idle" : "", cfg.old_renew ? " --old-renew" : "",
 		       cfg.old_cas ? " --old-cas" : "", cfg.old_barrier ? " --old-barrier" : "",
-		       cfg.unfenced ? " --unfenced" : "");
+		       cfg.bad_unread ? " --bad-unread" : "", cfg.unfenced ? " --unfenced" : "");
 	if (expect)
 		return bad ? 0 : 1;
 	return bad ? 1 : 0;

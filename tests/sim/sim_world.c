@@ -200,6 +200,7 @@ static int replica_cas(struct replica *r, const char *key, uint64_t t, const cha
 	char head_etag[STORE_ETAG_MAX], cond_etag[STORE_ETAG_MAX];
 	enum store_code sc;
 	int status = 503;
+	bool existed = false;           /* the unread create found the key */
 	const char *v;
 
 	memset(&in, 0, sizeof(in));
@@ -225,6 +226,8 @@ static int replica_cas(struct replica *r, const char *key, uint64_t t, const cha
 			snprintf(head_etag, sizeof(head_etag), "%s", res.etag);
 			v = store_result_meta(&res, "fencing-epoch");
 			in.head_epoch = v ? strtoull(v, NULL, 10) : 0;
+			if (G.cfg->bad_unread && existed)
+				in.head_epoch = 0;
 			objcas_after_head(&in, &st);
 			if (in.head_found > 0 && st.action != OBJCAS_STALE)
 				objcache_put(r->cache, "b", key, head_etag, in.head_epoch);
@@ -270,6 +273,7 @@ static int replica_cas(struct replica *r, const char *key, uint64_t t, const cha
 				/* as fencing_s3.c: the key exists; read it and
 				 * decide, no lock reload (objcas.h) */
 				G.rep->unread_existed++;
+				existed = true;
 				in.after_race = true;
 				st.action = OBJCAS_HEAD;
 				continue;
