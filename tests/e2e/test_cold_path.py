@@ -16,13 +16,17 @@ body beyond the held window (--replay-bytes), or of unknown length
 lost race (the simulation, tests/sim, explores those orders).
 Prints 'N passed, N failed'."""
 import http.client
+import http.server
 import os
+import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
 from relay import Relay  # noqa: E402
+from test_dialects import Store, make_handler  # noqa: E402
 from test_fencing import (Gate, acquire, api, boto_proxy, expect, moto_body, release,  # noqa: E402
                           req, s3code)  # noqa: E402
 
@@ -273,6 +277,121 @@ def test_client_conditions_unchanged(w):
     expect(stored(w.moto, "cond/exists")[0] is None, "deleted")
 
 
+class ScriptedS3:
+    """test_dialects' in-memory S3 with one flaw: "aws" answers the first
+    conditional write of each key 409 ConditionalRequestConflict; "early"
+    answers 412 to If-None-Match "*" on an existing key at once, before
+    reading the body (as S3 may), and closes. Records (method, path,
+    If-None-Match, If-Match) of every object write and HEAD."""
+
+    def __init__(self, flaw):
+        self.store = Store(flaw)
+        self.seen = []
+        base = make_handler(self.store)
+        outer = self
+
+        class H(base):
+            def note(self):
+                path = self.split()[0]
+                if "/.fencegate-selftest/" not in path and "/locks/" not in path and \
+                        "fencing-marks" not in path:
+                    outer.seen.append((self.command, path, self.headers.get("If-None-Match"),
+                                       self.headers.get("If-Match")))
+
+            def do_HEAD(self):
+                self.note()
+                return base.do_HEAD(self)
+
+            def do_PUT(self):
+                self.note()
+                path = self.split()[0]
+                if outer.store.flaw == "early" and self.headers.get("If-None-Match") == "*" \
+                        and path in outer.store.objects:
+                    self.close_connection = True
+                    return self.reply(412, b"<Error><Code>PreconditionFailed</Code></Error>",
+                                      [("Connection", "close")])
+                return base.do_PUT(self)
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.srv.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def scripted_gate(s3):
+    g = Gate("--upstream", s3.url, "--access-log", "off", "--lock-refresh", "3600s",
+             "--workers", "1", "--replay-bytes", str(WINDOW))
+    deadline = time.monotonic() + 20
+    while api(g.port, "GET", "/_fence/health")[0] != 200:
+        if time.monotonic() > deadline:
+            g.close()
+            raise AssertionError("fencegate never became healthy")
+        time.sleep(0.1)
+    return g
+
+
+def test_conflict_409():
+    """S3's 409 ConditionalRequestConflict to the unread create is read as
+    "exists or in flux" like a 412: HEAD, then the write again (here the key
+    was absent, so If-None-Match again), and it lands."""
+    s3 = ScriptedS3("aws")
+    g = None
+    try:
+        g = scripted_gate(s3)
+        e = acquire(g.port, "bkt", "w")
+        s3.seen.clear()
+        st, h, d = req(g.port, "PUT", "/bkt/new", b"conflicted", {"X-Fencing-Token": str(e)})
+        expect(st == 200, "after a 409: %s %s" % (st, d))
+        expect([x[0] for x in s3.seen] == ["PUT", "HEAD", "PUT"] and s3.seen[0][2] == "*"
+               and s3.seen[2][2] == "*", "409, HEAD, create again: %s" % s3.seen)
+        expect(s3.store.objects.get("/bkt/new", (None,))[0] == b"conflicted", "stored")
+    finally:
+        if g:
+            g.close()
+        s3.close()
+
+
+def test_early_412_before_the_body():
+    """S3 answers the unread create's 412 before the body has arrived (the
+    client sends its body late): the re-send waits for the rest of the held
+    body and the whole body lands."""
+    s3 = ScriptedS3("early")
+    g = None
+    try:
+        g = scripted_gate(s3)
+        e = acquire(g.port, "bkt", "w")
+        s3.store.objects["/bkt/k"] = (b"before", '"0123"', "Thu, 01 Jan 2026 00:00:00 GMT")
+        s3.seen.clear()
+        body = b"late-body-" * 100
+        c = socket.create_connection(("127.0.0.1", g.port), timeout=15)
+        c.sendall(b"PUT /bkt/k HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream"
+                  b"\r\nX-Fencing-Token: %d\r\nContent-Length: %d\r\n\r\n%s"
+                  % (e, len(body), body[:10]))
+        time.sleep(0.5)   # the 412 and the HEAD happen meanwhile
+        early = list(s3.seen)
+        c.sendall(body[10:])
+        r = http.client.HTTPResponse(c)
+        r.begin()
+        data = r.read()
+        c.close()
+        expect(r.status == 200, "late body: %s %s" % (r.status, data))
+        # the 412 and the HEAD came before the body, and the If-Match
+        # re-send started with what was held, waiting for the rest
+        expect([x[0] for x in early] == ["PUT", "HEAD", "PUT"] and early[0][2] == "*" and
+               early[2][3] == '"0123"', "before the body: %s" % early)
+        expect(len(s3.seen) == 3, "nothing more after it: %s" % s3.seen)
+        expect(s3.store.objects["/bkt/k"][0] == body, "the whole body landed: %r" %
+               s3.store.objects["/bkt/k"][0][:40])
+    finally:
+        if g:
+            g.close()
+        s3.close()
+
+
 def main():
     r = harness.Runner("e2e cold path")
     moto = harness.Moto()
@@ -292,6 +411,10 @@ def main():
         r.check("a real client (boto3) on the cold path", test_real_client, w)
         r.check("client conditions and deletes keep their order",
                 test_client_conditions_unchanged, w)
+        r.check("scripted S3: 409 ConditionalRequestConflict to the unread create",
+                test_conflict_409)
+        r.check("scripted S3: the 412 comes before the body; the re-send waits for it",
+                test_early_412_before_the_body)
     finally:
         if w:
             w.close()
