@@ -94,6 +94,13 @@ def stored(moto, key):
     return body, (meta or {}).get("fencing-epoch")
 
 
+def wait_healthy(g, seconds=20):
+    deadline = time.monotonic() + seconds
+    while api(g.port, "GET", "/_fence/health")[0] != 200:
+        expect(time.monotonic() < deadline, "fencegate never became healthy:\n" + g.logtext())
+        time.sleep(0.1)
+
+
 class World:
     def __init__(self, moto):
         self.moto = moto
@@ -101,12 +108,12 @@ class World:
         self.g = Gate("--upstream", self.relay.url, "--access-log", "off",
                       "--lock-refresh", "3600s", "--workers", "1",
                       "--replay-bytes", str(WINDOW))
-        deadline = time.monotonic() + 20
-        while api(self.g.port, "GET", "/_fence/health")[0] != 200:
-            expect(time.monotonic() < deadline, "fencegate never became healthy:\n" +
-                   self.g.logtext())
-            time.sleep(0.1)
-        self.epoch = acquire(self.g.port, BUCKET, "cold")
+        try:
+            wait_healthy(self.g)
+            self.epoch = acquire(self.g.port, BUCKET, "cold")
+        except BaseException:
+            self.close()
+            raise
         carried(self.relay)
 
     def close(self):
@@ -325,12 +332,11 @@ class ScriptedS3:
 def scripted_gate(s3):
     g = Gate("--upstream", s3.url, "--access-log", "off", "--lock-refresh", "3600s",
              "--workers", "1", "--replay-bytes", str(WINDOW))
-    deadline = time.monotonic() + 20
-    while api(g.port, "GET", "/_fence/health")[0] != 200:
-        if time.monotonic() > deadline:
-            g.close()
-            raise AssertionError("fencegate never became healthy")
-        time.sleep(0.1)
+    try:
+        wait_healthy(g)
+    except BaseException:
+        g.close()
+        raise
     return g
 
 
