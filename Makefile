@@ -194,7 +194,8 @@ sim-smoke: $(SIM_BIN)
 	tests/suite.py run "sim 6000 s3 schedules" $(SIM_BIN) --seeds 6000 --first-seed 2000001 \
 		--mode s3 --identical || fail=1; \
 	for old in "--mode s3 --old-idle" "--mode s3 --old-renew" \
-		"--mode s3 --identical --old-cas" "--mode http --old-barrier" "--mode s3 --unfenced"; do \
+		"--mode s3 --identical --old-cas" "--mode http --old-barrier" "--mode s3 --bad-unread" \
+		"--mode s3 --unfenced"; do \
 		tests/suite.py run "sim catches $$(echo $$old | sed 's/--mode //;s/ --/ /g')" \
 			$(SIM_BIN) --seeds 3000 $$old --expect-violations || fail=1; \
 	done; exit $$fail

@@ -84,6 +84,7 @@ struct freq {
 	int cas_resends;
 	bool our_condition;          /* the forwarded condition is ours */
 	bool cond_if_match;          /* ours is If-Match (else If-None-Match *) */
+	bool cond_unread;            /* ours is the unread create (objcas.h) */
 	/* object HEAD result */
 	int head_found;              /* 1, 0, -1 failure */
 	char head_etag[STORE_ETAG_MAX];

@@ -2,7 +2,8 @@
  * request, finds the lock of a write (bucket lock or the policy's route),
  * sends lock-file keys to the guard, and conditions allowed writes on the
  * object's current version (the object-level compare-and-swap, with an
- * ETag cache, HEADs on the jobs pool, bounded re-sends after a lost race).
+ * ETag cache, the unread create of a cache miss, HEADs on the jobs pool,
+ * bounded re-sends after a lost race).
  * Multipart uploads are tracked by upload id from the upstream's answer.
  *
  * In embedded mode (no upstream) it only decides and stamps; s3local does
@@ -195,6 +196,7 @@ static enum proxy_action forward_conditioned(struct freq *fr, const char *etag, 
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	fr->our_condition = ours;
 	fr->cond_if_match = etag != NULL;
+	fr->cond_unread = false;
 	return PROXY_PASS;
 }
 
@@ -221,7 +223,10 @@ static enum proxy_action cas_act(struct freq *fr, const struct objcas_step *st, 
 	case OBJCAS_IF_MATCH:
 		return forward_conditioned(fr, st->etag, st->ours) == PROXY_PASS ? fwd : PROXY_HANDLED;
 	case OBJCAS_IF_ABSENT:
-		return forward_conditioned(fr, NULL, st->ours) == PROXY_PASS ? fwd : PROXY_HANDLED;
+		if (forward_conditioned(fr, NULL, st->ours) != PROXY_PASS)
+			return PROXY_HANDLED;
+		fr->cond_unread = st->unread;
+		return fwd;
 	case OBJCAS_HEAD:
 		return start_head(fr, after_response);
 	case OBJCAS_GONE:
@@ -250,6 +255,7 @@ static void cas_input(struct freq *fr, struct objcas_in *in, int after_response)
 {
 	memset(in, 0, sizeof(*in));
 	in->is_delete = fr->kind == S3_OBJECT_DELETE;
+	in->plain_put = fr->kind == S3_OBJECT_PUT;
 	in->client_inm = fr->client_inm;
 	in->client_if_match = fr->client_if_match;
 	in->cached = fr->cache_hit ? &fr->cached : NULL;
@@ -465,10 +471,15 @@ static enum proxy_resp_action on_response(struct proxy_req *req, void *arg)
 	if (!fr->key || !fencing_kind_has_object_cas(fr->kind))
 		return PROXY_RESP_RELAY;
 	objcache_invalidate(f->objects, fr->bucket, fr->key);
-	switch (objcas_on_answer(status, fr->our_condition, fr->cond_if_match,
+	switch (objcas_on_answer(status, fr->our_condition, fr->cond_if_match, fr->cond_unread,
 				 fr->kind == S3_OBJECT_DELETE)) {
 	case OBJCAS_RELAY:
 		return PROXY_RESP_RELAY;
+	case OBJCAS_EXISTS:
+		/* the unread create found the key: read it and decide as a
+		 * HEAD-first order would have (objcas.h); no lock reload */
+		return start_head(fr, 1) == PROXY_SUSPEND ? PROXY_RESP_SUSPEND
+							  : PROXY_RESP_REPLACED;
 	case OBJCAS_DELETED:
 		proxy_req_reply(req, 204, NULL, NULL, NULL, 0);
 		return PROXY_RESP_REPLACED;

@@ -1,6 +1,7 @@
 /* objcas.c — the steps of S3 mode's object compare-and-swap (objcas.h):
  * which condition an allowed write goes upstream with, what a HEAD's
- * answer leads to, and what a failed condition means. Pure: the caller
+ * answer leads to, and what a failed condition means (the unread create
+ * of a cache miss: objcas.h). Pure: the caller
  * does every read, write and cache update. */
 #include "objcas.h"
 
@@ -27,6 +28,7 @@ static void step(struct objcas_step *out, enum objcas_action a, const char *etag
 	out->action = a;
 	out->etag = etag;
 	out->ours = ours;
+	out->unread = false;
 }
 
 static bool has_client_if_match(const struct objcas_in *in)
@@ -47,10 +49,14 @@ void objcas_first(const struct objcas_in *in, struct objcas_step *out)
 			step(out, OBJCAS_HEAD, NULL, false);
 		return;
 	}
-	if (in->cached)
+	if (in->cached) {
 		step(out, OBJCAS_IF_MATCH, in->cached->etag, true);
-	else
+	} else if (in->plain_put && !in->is_delete && in->can_resend) {
+		step(out, OBJCAS_IF_ABSENT, NULL, true); /* the unread create */
+		out->unread = true;
+	} else {
 		step(out, OBJCAS_HEAD, NULL, false);
+	}
 }
 
 void objcas_after_head(const struct objcas_in *in, struct objcas_step *out)
@@ -88,8 +94,11 @@ void objcas_after_head(const struct objcas_in *in, struct objcas_step *out)
 		step(out, OBJCAS_IF_MATCH, in->head_etag, true);
 }
 
-enum objcas_answer objcas_on_answer(int status, bool ours, bool cond_if_match, bool is_delete)
+enum objcas_answer objcas_on_answer(int status, bool ours, bool cond_if_match, bool unread,
+				    bool is_delete)
 {
+	if (ours && unread && !cond_if_match && (status == 412 || status == 409))
+		return OBJCAS_EXISTS; /* it was never read: the key exists, no race */
 	if (status == 404 && is_delete && ours)
 		return OBJCAS_DELETED; /* vanished under our If-Match: deleted is deleted */
 	if (!ours || !(status == 412 || status == 409 || (status == 404 && cond_if_match)))

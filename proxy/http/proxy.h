@@ -345,9 +345,13 @@ typedef void (*proxy_resp_body_fn)(struct proxy_req *req, const char *data, size
 				   void *arg);
 void proxy_req_on_resp_body(struct proxy_req *req, proxy_resp_body_fn fn, void *arg);
 
-/* 1 if the request can be sent again: it had no body, or its whole body
- * (up to replay_max bytes, Content-Length or chunked) is still held.
- * Bodies larger than replay_max are streamed and cannot be re-sent. */
+/* 1 if the request can be sent again, now or after its first attempt: it
+ * has no body, or its whole body is held for it: read to the end and still
+ * held (up to replay_max bytes, Content-Length or chunked), or not all read
+ * yet but of a known length within replay_max (a re-send then waits for
+ * the rest). Bodies larger than replay_max are streamed and cannot be
+ * re-sent; before its end, a body of unknown length counts as not
+ * re-sendable. */
 int proxy_req_can_resend(const struct proxy_req *req);
 
 /* Upstream attempts so far (1 after the first forward). */

@@ -300,9 +300,19 @@ int proxy_req_resp_set_header(struct proxy_req *req, const char *name, const cha
 
 int proxy_req_can_resend(const struct proxy_req *req)
 {
+	int64_t len;
+
 	if (!req->msg->has_body)
 		return 1;
-	return req->keep_body && (req->body_ended || req->attempts == 0);
+	if (!req->keep_body)
+		return 0;
+	if (req->body_ended)
+		return 1;
+	/* not all read yet: held whole only if its length is known to fit
+	 * (then keep_body never drops: a re-send streams what is held and
+	 * waits for the rest) */
+	len = proxy_req_content_length(req);
+	return len >= 0 && (uint64_t)len <= req->p->replay_max;
 }
 
 int proxy_req_attempts(const struct proxy_req *req)

@@ -264,29 +264,33 @@ def test_property_forwarded_fields(moto):
                     expect(sent == [], "request %d refused %d yet forwarded" % (i, st))
                 continue
             accepted += 1
-            expect(len(sent) == 1, "request %d: %d forwarded" % (i, len(sent)))
-            f = sent[0]
-            names = [n for n, _v in f]
-            for n in names:
-                expect(n not in HOP and not n.startswith("x-fencing-"),
-                       "request %d forwarded %s: %s" % (i, n, f))
-            for n in named:  # a field the client's Connection named is gone,
-                # unless fencing set it (its value is checked below)
-                if n.lower() not in ("if-match", "if-none-match", "x-amz-meta-fencing-epoch",
-                                     "x-amz-meta-fencing-lock", "content-type"):
-                    expect(n.lower() not in names, "request %d: %s was named: %s" % (i, n, f))
-            values = {}
-            for n, v in f:
-                values.setdefault(n, []).append(v)
-            if kind in ("PUT", "CREATE"):
-                expect(values.get("x-amz-meta-fencing-epoch") == [str(e)] and
-                       values.get("x-amz-meta-fencing-lock") == [b],
-                       "request %d stamped by fencing: %s" % (i, f))
-            if kind == "PUT" or (kind == "DELETE" and etag):
-                cond = values.get("if-match", []) + values.get("if-none-match", [])
-                want = [etag] if etag else ["*"]
-                expect(cond == want, "request %d: condition %s, want %s (%s, client %s)" %
-                       (i, cond, want, f, left))
+            # one request, or two for a PUT to an existing key the proxy has
+            # not seen: the unread create (If-None-Match "*", answered 412),
+            # then, after a HEAD, the write with If-Match (objcas.h)
+            unread = kind == "PUT" and etag is not None and len(sent) == 2
+            expect(len(sent) == 1 or unread, "request %d: %d forwarded" % (i, len(sent)))
+            for k, f in enumerate(sent):
+                names = [n for n, _v in f]
+                for n in names:
+                    expect(n not in HOP and not n.startswith("x-fencing-"),
+                           "request %d forwarded %s: %s" % (i, n, f))
+                for n in named:  # a field the client's Connection named is gone,
+                    # unless fencing set it (its value is checked below)
+                    if n.lower() not in ("if-match", "if-none-match", "x-amz-meta-fencing-epoch",
+                                         "x-amz-meta-fencing-lock", "content-type"):
+                        expect(n.lower() not in names, "request %d: %s was named: %s" % (i, n, f))
+                values = {}
+                for n, v in f:
+                    values.setdefault(n, []).append(v)
+                if kind in ("PUT", "CREATE"):
+                    expect(values.get("x-amz-meta-fencing-epoch") == [str(e)] and
+                           values.get("x-amz-meta-fencing-lock") == [b],
+                           "request %d stamped by fencing: %s" % (i, f))
+                if kind == "PUT" or (kind == "DELETE" and etag):
+                    cond = values.get("if-match", []) + values.get("if-none-match", [])
+                    want = ["*"] if unread and k == 0 else [etag] if etag else ["*"]
+                    expect(cond == want, "request %d: condition %s, want %s (%s, client %s)" %
+                           (i, cond, want, f, left))
         expect(accepted >= 12, "enough writes were accepted to mean something: %d" % accepted)
     finally:
         g.close()

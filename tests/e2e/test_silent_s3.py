@@ -4,9 +4,11 @@ the proxy has a deadline.
 
 A relay between fencegate and moto can turn silent: it accepts and reads
 but answers nothing. While it is silent an unfenced GET gets 504 within the
-upstream timeout, and a fenced write whose object must be read first (a key
-the proxy has not seen) gets 503 within FENCING_STORE_CALL_MS (5 s) plus
-slack, and nothing reaches moto; once S3 answers again both work (the lock
+upstream timeout, a fenced write of a small body to a key the proxy has
+not seen (sent at once with If-None-Match "*", the unread create) gets 504
+within the upstream timeout, and one whose object must be read first (a
+body beyond the held window, --replay-bytes) gets 503 within
+FENCING_STORE_CALL_MS (5 s) plus slack, and nothing reaches moto; once S3 answers again both work (the lock
 kept fresh there, --lock-refresh 3600s, so that the object call's own
 deadline is measured). A write whose lock must be loaded again (1 s
 refresh) gets 503 within the interval plus LOCKREG_OP_MS (5 s). With
@@ -23,6 +25,7 @@ from relay import Relay  # noqa: E402
 from test_fencing import Gate, acquire, expect, moto_body, req  # noqa: E402
 
 UPSTREAM_TIMEOUT_S = 2
+HELD_BYTES = 1024       # --replay-bytes: a larger body is read-first (HEAD)
 CALL_DEADLINE_S = 5     # FENCING_STORE_CALL_MS
 SLACK_S = 3
 READY_BOUND_S = 5 + 2 + SLACK_S  # UPSTREAM_PROBE_MS + its timeout (lockapi_int.h)
@@ -40,7 +43,8 @@ def test_silent_s3(moto):
     relay = Relay(moto.port)
     g = Gate("--upstream", relay.url, "--access-log", "off", "--workers", "1",
              "--lock-refresh", "3600s", "--upstream-timeout", "%ds" % UPSTREAM_TIMEOUT_S,
-             "--check-bucket", b)
+             "--check-bucket", b, "--replay-bytes", str(HELD_BYTES))
+    big = b"v2" * HELD_BYTES
     try:
         harness.wait_for("ready", lambda: req(g.port, "GET", "/_fence/ready")[0] == 200, 30)
         e = acquire(g.port, b, "w")
@@ -51,11 +55,16 @@ def test_silent_s3(moto):
         (st, _, d), took = timed(lambda: req(g.port, "GET", "/%s/seen" % b, timeout=30))
         expect(st == 504 and took < UPSTREAM_TIMEOUT_S + SLACK_S,
                "GET while S3 is silent: %s after %.1fs" % (st, took))
-        (st, _, d), took = timed(lambda: req(g.port, "PUT", "/%s/unseen" % b, b"v2", t,
+        (st, _, d), took = timed(lambda: req(g.port, "PUT", "/%s/unread" % b, b"v2", t,
+                                             timeout=60))
+        expect(st == 504 and took < UPSTREAM_TIMEOUT_S + SLACK_S,
+               "fenced small write of an unseen key while S3 is silent: %s after %.1fs %s" %
+               (st, took, d[:200]))
+        (st, _, d), took = timed(lambda: req(g.port, "PUT", "/%s/unseen" % b, big, t,
                                              timeout=60))
         expect(st == 503 and took < CALL_DEADLINE_S + SLACK_S,
-               "fenced write of an unseen key while S3 is silent: %s after %.1fs %s" %
-               (st, took, d[:200]))
+               "fenced write of an unseen key, read first, while S3 is silent: %s after "
+               "%.1fs %s" % (st, took, d[:200]))
         # readiness follows the storage, liveness the process: an outage
         # takes the replica out of a load balancer and restarts nothing
         (st, _, d), took = timed(lambda: harness.wait_for(
@@ -67,12 +76,13 @@ def test_silent_s3(moto):
         relay.loud()
         harness.wait_for("ready again", lambda: req(g.port, "GET", "/_fence/ready")[0] == 200,
                          READY_BOUND_S)
-        expect(moto_body(moto, b, "unseen")[0] is None, "nothing reached moto")
-        st, _, d = req(g.port, "PUT", "/%s/unseen" % b, b"v2", t)
+        expect(moto_body(moto, b, "unseen")[0] is None and
+               moto_body(moto, b, "unread")[0] is None, "nothing reached moto")
+        st, _, d = req(g.port, "PUT", "/%s/unseen" % b, big, t)
         expect(st == 200, "S3 answers again: the write goes through: %s %s" % (st, d))
         st, _, d = req(g.port, "GET", "/%s/seen" % b)
         expect(st == 200 and d == b"v1", "and reads: %s" % st)
-        expect(moto_body(moto, b, "unseen")[0] == b"v2", "moto holds it")
+        expect(moto_body(moto, b, "unseen")[0] == big, "moto holds it")
     finally:
         g.close()
         relay.close()

@@ -46,6 +46,9 @@ struct sim_config {
 	bool old_cas;           /* a lost race re-reads the object, not the lock,
 				 * and a write that waited is not checked again */
 	bool old_barrier;       /* HTTP mode: a timed-out write lifts the barrier */
+	bool bad_unread;        /* a wrong unread create: when it finds the key,
+				 * the HEAD's epoch is ignored (If-Match its ETag
+				 * whatever wrote it) */
 	bool unfenced;          /* control: replicas forward every write */
 	bool verbose;
 };
@@ -59,6 +62,8 @@ struct sim_report {
 	unsigned long twice;          /* violations: an epoch handed out twice */
 	unsigned long http_reorders;  /* violations: downstream order */
 	unsigned long acks, refused, grants, requests;
+	unsigned long unread_creates; /* S3 mode: writes sent by the unread create */
+	unsigned long unread_existed; /* ... that found the key (HEAD, then decided) */
 	char first[512];              /* the first violation, described */
 };
 

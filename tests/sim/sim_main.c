@@ -2,7 +2,7 @@
  * reports what the checker found.
  *
  *   sim [--seeds N] [--first-seed S] [--mode s3|http|both] [--identical]
- *       [--old-idle] [--old-renew] [--old-cas] [--old-barrier] [--unfenced]
+ *       [--old-idle] [--old-renew] [--old-cas] [--old-barrier] [--bad-unread] [--unfenced]
  *       [--expect-violations] [--duration MS] [-v]
  *
  * Exit 0 when no schedule had a violation (with --expect-violations: when
@@ -33,12 +33,14 @@ static void add(struct sim_report *sum, const struct sim_report *r)
 	sum->refused += r->refused;
 	sum->grants += r->grants;
 	sum->requests += r->requests;
+	sum->unread_creates += r->unread_creates;
+	sum->unread_existed += r->unread_existed;
 }
 
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seeds N] [--first-seed S] [--mode s3|http|both] "
-		"[--identical] [--old-idle] [--old-renew] [--old-cas] [--old-barrier] "
+		"[--identical] [--old-idle] [--old-renew] [--old-cas] [--old-barrier] [--bad-unread] "
 		"[--unfenced] [--expect-violations] [--duration MS] [-v]\n");
 	exit(2);
 }
@@ -76,6 +78,8 @@ int main(int argc, char **argv)
 			cfg.old_cas = true;
 		else if (strcmp(a, "--old-barrier") == 0)
 			cfg.old_barrier = true;
+		else if (strcmp(a, "--bad-unread") == 0)
+			cfg.bad_unread = true;
 		else if (strcmp(a, "--unfenced") == 0)
 			cfg.unfenced = true;
 		else if (strcmp(a, "--expect-violations") == 0)
@@ -115,6 +119,9 @@ int main(int argc, char **argv)
 	printf("sim: %lu schedules (%lu S3 mode, %lu HTTP mode), %lu grants, %lu acknowledged "
 	       "writes, %lu refused, %lu store requests\n", seeds, s3_runs, http_runs, sum.grants,
 	       sum.acks, sum.refused, sum.requests);
+	printf("sim: object CAS: %lu unread creates (If-None-Match \"*\" on a cache miss), %lu "
+	       "of them found the key and were read and decided\n", sum.unread_creates,
+	       sum.unread_existed);
 	printf("sim: violations in %lu schedules: %lu late acknowledged writes, %lu decided on "
 	       "knowledge older than the refresh interval, %lu overlapping holders, %lu epochs "
 	       "handed out twice, %lu HTTP reorders; %lu inside the documented window\n", bad,
@@ -122,11 +129,11 @@ int main(int argc, char **argv)
 	       sum.windowed);
 	if (bad)
 		printf("sim: first at seed %" PRIu64 ": %s\nsim: replay: %s --first-seed %" PRIu64
-		       " --seeds 1 --mode %s%s%s%s%s%s%s -v\n", first_bad, first_msg, argv[0],
+		       " --seeds 1 --mode %s%s%s%s%s%s%s%s -v\n", first_bad, first_msg, argv[0],
 		       first_bad, mode, cfg.identical_bodies ? " --identical" : "",
 		       cfg.old_idle ? " --old-idle" : "", cfg.old_renew ? " --old-renew" : "",
 		       cfg.old_cas ? " --old-cas" : "", cfg.old_barrier ? " --old-barrier" : "",
-		       cfg.unfenced ? " --unfenced" : "");
+		       cfg.bad_unread ? " --bad-unread" : "", cfg.unfenced ? " --unfenced" : "");
 	if (expect)
 		return bad ? 0 : 1;
 	return bad ? 1 : 0;

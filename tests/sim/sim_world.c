@@ -200,6 +200,7 @@ static int replica_cas(struct replica *r, const char *key, uint64_t t, const cha
 	char head_etag[STORE_ETAG_MAX], cond_etag[STORE_ETAG_MAX];
 	enum store_code sc;
 	int status = 503;
+	bool existed = false;           /* the unread create found the key */
 	const char *v;
 
 	memset(&in, 0, sizeof(in));
@@ -207,10 +208,15 @@ static int replica_cas(struct replica *r, const char *key, uint64_t t, const cha
 	in.epoch = t;
 	in.client_if_match = "";
 	in.max_resends = MAX_RESENDS;
-	in.can_resend = true;
+	in.plain_put = !del;
+	/* a body held whole (the unread create of a miss) or one beyond the
+	 * held window (HEAD first; a lost race is then not re-sent): both */
+	in.can_resend = !sim_chance(200);
 	in.head_etag = head_etag;
 	in.cached = objcache_get(r->cache, "b", key, &ce) ? &ce : NULL;
 	objcas_first(&in, &st);
+	if (st.unread)
+		G.rep->unread_creates++;
 	for (int round = 0; round < 20; round++) {
 		switch (st.action) {
 		case OBJCAS_HEAD:
@@ -220,6 +226,8 @@ static int replica_cas(struct replica *r, const char *key, uint64_t t, const cha
 			snprintf(head_etag, sizeof(head_etag), "%s", res.etag);
 			v = store_result_meta(&res, "fencing-epoch");
 			in.head_epoch = v ? strtoull(v, NULL, 10) : 0;
+			if (G.cfg->bad_unread && existed)
+				in.head_epoch = 0;
 			objcas_after_head(&in, &st);
 			if (in.head_found > 0 && st.action != OBJCAS_STALE)
 				objcache_put(r->cache, "b", key, head_etag, in.head_epoch);
@@ -257,10 +265,18 @@ static int replica_cas(struct replica *r, const char *key, uint64_t t, const cha
 				goto out;
 			}
 			switch (objcas_on_answer(status_of(sc), st.ours,
-						 st.action == OBJCAS_IF_MATCH, del)) {
+						 st.action == OBJCAS_IF_MATCH, st.unread, del)) {
 			case OBJCAS_RELAY:
 				status = status_of(sc);
 				goto out;
+			case OBJCAS_EXISTS:
+				/* as fencing_s3.c: the key exists; read it and
+				 * decide, no lock reload (objcas.h) */
+				G.rep->unread_existed++;
+				existed = true;
+				in.after_race = true;
+				st.action = OBJCAS_HEAD;
+				continue;
 			case OBJCAS_DELETED:
 				status = 204;
 				goto out;
