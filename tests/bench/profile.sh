@@ -9,7 +9,8 @@
 #
 # Usage: tests/bench/profile.sh BIN_DIR [BIN_DIR...]
 # Environment: PROFILE_REQUESTS (1000), PROFILE_CASES ("get put1k putnew
-# stale"), PROFILE_FUNCS (a regex of function names to show inclusive).
+# stale"), PROFILE_FUNCS (a regex of function names to show inclusive),
+# PROFILE_KEEP (a directory to copy the callgrind dumps into).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,9 +26,14 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fencegate-profile.XXXXXX")
 hold_pid=""
 vg_pid=""
 cleanup() {
-	[ -n "$vg_pid" ] && kill -TERM "$vg_pid" 2>/dev/null && wait "$vg_pid" 2>/dev/null
-	[ -n "$hold_pid" ] && kill -TERM "$hold_pid" 2>/dev/null && wait "$hold_pid" 2>/dev/null
+	local rc=$?
+	if [ -n "$vg_pid" ]; then kill -TERM "$vg_pid" 2>/dev/null; wait "$vg_pid" 2>/dev/null || true; fi
+	if [ -n "$hold_pid" ]; then kill -TERM "$hold_pid" 2>/dev/null; wait "$hold_pid" 2>/dev/null || true; fi
+	if [ -n "${PROFILE_KEEP:-}" ]; then
+		mkdir -p "$PROFILE_KEEP" && cp "$work"/done.* "$PROFILE_KEEP"/ 2>/dev/null || true
+	fi
 	rm -rf "$work"
+	exit "$rc"
 }
 trap cleanup EXIT
 
@@ -78,18 +84,19 @@ for bin in "$@"; do
 	done
 	for c in $CASES; do load "$port" "$c" 200; done # warm-up: pool, caches, lock
 	for c in $CASES; do
-		callgrind_control -z "$vg_pid" >/dev/null
+		callgrind_control -z "$vg_pid" >/dev/null 2>&1
 		load "$port" "$c" "$N"
-		callgrind_control -d "$vg_pid" >/dev/null
+		callgrind_control -d "$vg_pid" >/dev/null 2>&1
 		f=$(ls -t "$work"/cg."$vg_pid".* | head -1)
 		total=$(awk '/^summary:/ {print $2}' "$f")
 		funcs=$(callgrind_annotate --inclusive=yes --threshold=100 "$f" 2>/dev/null |
 			awk -v n="$N" -v re="$FUNCS" '
-				{ gsub(",", "", $1); name = $2; sub(/^.*:/, "", name); sub(/ .*/, "", name) }
+				# "60,007,653 (100.0%)  file:function [object]"
+				{ gsub(",", "", $1); name = $3; sub(/^.*:/, "", name) }
 				name ~ re && !(name in seen) { seen[name] = 1; printf "%s %.0f  ", name, $1 / n }')
 		printf '%-28s %-7s %12.0f  %s\n' "$(basename "$(dirname "$bin")")/$(basename "$bin")" \
 			"$c" "$((total / N))" "$funcs"
-		mv "$f" "$work/done.$c.$(basename "$f")"
+		mv "$f" "$work/done.$(basename "$(dirname "$bin")").$c.$(basename "$f")"
 	done
 	kill -TERM "$vg_pid" 2>/dev/null || true
 	wait "$vg_pid" 2>/dev/null || true
