@@ -384,36 +384,36 @@ static void cell_inc(cell_t *c, bool shared)
 				      memory_order_relaxed);
 }
 
-/* Sum over every shard of cell k of series idx. */
+/* Shard i's cell k of series idx, or NULL where that thread never wrote. */
+static cell_t *shard_cell(struct metrics_family *f, size_t i, size_t idx, size_t k)
+{
+	struct family_shard *fs = atomic_load_explicit(&f->shard[i], memory_order_acquire);
+	cell_t *chunk = fs ? atomic_load_explicit(&fs->chunk[idx / SERIES_CHUNK],
+						  memory_order_acquire) : NULL;
+
+	return chunk ? &chunk[idx % SERIES_CHUNK * f->ncells + k] : NULL;
+}
+
+/* Sum over every shard of cell k of series idx: a count, or a double. */
 static uint64_t sum_count(struct metrics_family *f, size_t idx, size_t k)
 {
 	uint64_t total = 0;
+	cell_t *c;
 
-	for (size_t i = 0; i <= METRICS_SHARDS_MAX; i++) {
-		struct family_shard *fs = atomic_load_explicit(&f->shard[i], memory_order_acquire);
-		cell_t *chunk = fs ? atomic_load_explicit(&fs->chunk[idx / SERIES_CHUNK],
-							  memory_order_acquire) : NULL;
-
-		if (chunk)
-			total += atomic_load_explicit(&chunk[idx % SERIES_CHUNK * f->ncells + k],
-						      memory_order_relaxed);
-	}
+	for (size_t i = 0; i <= METRICS_SHARDS_MAX; i++)
+		if ((c = shard_cell(f, i, idx, k)))
+			total += atomic_load_explicit(c, memory_order_relaxed);
 	return total;
 }
 
 static double sum_double(struct metrics_family *f, size_t idx, size_t k)
 {
 	double total = 0;
+	cell_t *c;
 
-	for (size_t i = 0; i <= METRICS_SHARDS_MAX; i++) {
-		struct family_shard *fs = atomic_load_explicit(&f->shard[i], memory_order_acquire);
-		cell_t *chunk = fs ? atomic_load_explicit(&fs->chunk[idx / SERIES_CHUNK],
-							  memory_order_acquire) : NULL;
-
-		if (chunk)
-			total += double_of(atomic_load_explicit(
-				&chunk[idx % SERIES_CHUNK * f->ncells + k], memory_order_relaxed));
-	}
+	for (size_t i = 0; i <= METRICS_SHARDS_MAX; i++)
+		if ((c = shard_cell(f, i, idx, k)))
+			total += double_of(atomic_load_explicit(c, memory_order_relaxed));
 	return total;
 }
 
