@@ -84,25 +84,35 @@ def rows(res, meta, row):
     first = _raw(res, "scale-locks-first", "locks", "fencegate")
     if first and nlocks:
         r = first[0]
-        secs = r["wrk"]["duration_us"] / 1e6
+        w = r["wrk"]
+        secs = w["duration_us"] / 1e6
         grown = r.get("rss_kb", 0) - r.get("rss0_kb", 0)
+        answered = _ok(r)
         row("scale: first write to each of %d locks (load + self-test + mark each)" % nlocks,
-            "%.2f ms per lock (%.0f writes/s), %.2f listings/lock, %d non-2xx; RSS +%.1f MiB ="
-            " %.1f KiB per lock" % (secs * 1000 / nlocks, _rps(r),
-                                   r["upstream_list_requests"] / nlocks, r["wrk"]["non2xx"],
-                                   grown / MIB, grown / float(nlocks)), "-", None)
+            "%.0f s for %d answers (%d 2xx, %d non-2xx, %d timeouts): %.2f ms per lock;"
+            " %.2f listings per lock; RSS +%.1f MiB = %.1f KiB per 2xx lock"
+            % (secs, w["requests"], answered, w["non2xx"], w["timeouts"],
+               secs * 1000 / nlocks, r["upstream_list_requests"] / float(nlocks), grown / MIB,
+               grown / float(answered) if answered else 0), "-", None)
     spread, spread_hp = get("locks", "fencegate"), get("locks", "haproxy")
-    if spread and one_fg and spread["ok"]:
+    if spread and one_fg:
         hp = ""
         if spread_hp:
-            hp = "; haproxy %.0f req/s (fencegate %.2fx)" % (spread_hp["rps"],
-                                                           spread["rps"] / spread_hp["rps"])
-        row("scale: writes spread over %d locks vs 1 lock (c=64)" % nlocks,
-            "%.2fx req/s (%.0f vs %.0f), CPU/req %.1f vs %.1f us, %.3f listings and %.2f data"
-            " requests per write%s" % (spread["rps"] / one_fg["rps"], spread["rps"],
-                                       one_fg["rps"], spread["cpu"], one_fg["cpu"],
-                                       spread["lists"] / spread["ok"],
-                                       spread["upstream"] / spread["ok"], hp), "-", None)
+            hp = "; haproxy %.0f req/s, %.1f us CPU/req (%.1f on one lock)" % (
+                spread_hp["rps"], spread_hp["cpu"] or 0, one_hp["cpu"] if one_hp else 0)
+        if spread["ok"]:
+            row("scale: writes spread over %d locks vs 1 lock (c=64)" % nlocks,
+                "%.2fx req/s (%.0f vs %.0f), CPU/req %.1f vs %.1f us, %.3f listings and %.2f"
+                " data requests per write%s" % (spread["rps"] / one_fg["rps"], spread["rps"],
+                                                one_fg["rps"], spread["cpu"], one_fg["cpu"],
+                                                spread["lists"] / spread["ok"],
+                                                spread["upstream"] / spread["ok"], hp),
+                "-", None)
+        else:
+            row("scale: writes spread over %d locks vs 1 lock (c=64)" % nlocks,
+                "fencegate answered %d of them (%d non-2xx, %d errors) vs %.0f req/s on 1"
+                " lock%s" % (spread["requests"], spread["non2xx"], spread["errors"],
+                             one_fg["rps"], hp), "-", False)
 
     # many keys: 10 slices of new keys, then rewrites within / beyond the bound
     slices = _raw(res, "scale-keys", "keys", "fencegate2")

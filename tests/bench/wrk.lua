@@ -23,6 +23,10 @@ local nkeys = tonumber(os.getenv("BENCH_KEYS") or "256")
 local key_from = tonumber(os.getenv("BENCH_KEY_FROM") or "0")
 local nlocks = tonumber(os.getenv("BENCH_LOCKS") or "0")
 local stop_after = tonumber(os.getenv("BENCH_STOP") or "0")
+-- wrk's main thread sleeps for the whole -d whatever its threads do: at
+-- the count, the file BENCH_STOP_FILE tells run.sh to end the run (SIGINT,
+-- after which wrk reports as usual)
+local stop_file = os.getenv("BENCH_STOP_FILE") or ""
 local n = 0
 local answered = 0
 local body = nil
@@ -36,10 +40,21 @@ if method == "PUT" then
 	end
 end
 
+local function stop()
+	if stop_file ~= "" then
+		local f = io.open(stop_file, "w")
+		if f then
+			f:close()
+		end
+	end
+	wrk.thread:stop()
+end
+
 request = function()
-	if stop_after > 0 and n >= stop_after + 1000 then
-		-- answers that never come (timeouts) must not hold the run open
-		wrk.thread:stop()
+	if stop_after > 0 and n >= stop_after + 256 then
+		-- answers that never come (timeouts: wrk has no callback for
+		-- them) must not hold the run open until -d
+		stop()
 	end
 	if method == "PUT" then
 		n = n + 1
@@ -56,21 +71,11 @@ request = function()
 	return wrk.format("GET", path, headers, nil)
 end
 
--- wrk's main thread sleeps for the whole -d whatever its threads do: at
--- the count, the file BENCH_STOP_FILE tells run.sh to end the run (SIGINT,
--- after which wrk reports as usual)
-local stop_file = os.getenv("BENCH_STOP_FILE") or ""
 if stop_after > 0 then
 	response = function(status, headers, body)
 		answered = answered + 1
 		if answered == stop_after then
-			if stop_file ~= "" then
-				local f = io.open(stop_file, "w")
-				if f then
-					f:close()
-				end
-			end
-			wrk.thread:stop()
+			stop()
 		end
 	end
 end
