@@ -1,8 +1,10 @@
 /* sigv4.c — AWS Signature Version 4's cryptography, as separate, testable
- * steps: string to sign, signing key (with a small cache of derived keys),
+ * steps: string to sign, signing key (with a small per-thread cache of
+ * derived keys, and struct sigv4_signer for one set of credentials),
  * signature, the Authorization header, and the aws-chunked chunk and
- * trailer signatures, with OpenSSL doing SHA-256 and HMAC built on it
- * (no shared state but the key cache). The strings it signs are built in sigv4_canon.c. It is pure
+ * trailer signatures, with OpenSSL doing SHA-256 and HMAC built on it (no
+ * state shared between threads). The strings it signs are built in
+ * sigv4_canon.c. It is pure
  * computation: no I/O, no clock, no HTTP framing, and it never decides on
  * its own whether a request is authentic (callers compare signatures with
  * sigv4_signature_equal).
@@ -14,7 +16,6 @@
  * signs. They are used deliberately, so the warning is silenced here. */
 #define OPENSSL_SUPPRESS_DEPRECATED
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,14 +218,17 @@ char *sigv4_string_to_sign(const char *amz_date, const char *scope,
 /* ---- signing-key cache ------------------------------------------------------
  * The signing key depends only on (secret, day, region, service), yet the
  * chain of four HMACs that derives it was run for every signed request. A
- * few derived keys are kept, each with its HMAC states (struct hmac_key) so
- * a request's signature starts from them instead of re-keying, shared by
- * all threads under a mutex (a lookup copies the entry out). An entry names
- * its secret by the secret's SHA-256, never by the secret itself; a lookup
- * must match all four inputs exactly, so a hit returns the very key the
- * chain would. Inputs too long for an entry are simply not cached. */
+ * few derived keys are kept per thread (no lock: a thread only reads and
+ * writes its own), each with its HMAC states (struct hmac_key) so a
+ * request's signature starts from them instead of re-keying. An entry
+ * names its secret by the secret's SHA-256, never by the secret itself; a
+ * lookup must match all four inputs exactly, so a hit returns the very key
+ * the chain would. Inputs too long for an entry are simply not cached. A
+ * caller that signs for one set of credentials over and over (the proxy's
+ * forwarder) uses a struct sigv4_signer instead, which skips even the
+ * secret's hash. */
 
-#define SIGNING_KEY_CACHE_SLOTS 8
+#define SIGNING_KEY_CACHE_SLOTS 4
 #define SIGNING_KEY_REGION_MAX  64
 #define SIGNING_KEY_SERVICE_MAX 32
 #define SIGNING_SECRET_STACK    128 /* "AWS4"+secret longer than this: malloc */
@@ -239,11 +243,10 @@ struct signing_key_entry {
 	struct hmac_key hk;                   /* HMAC states keyed with key */
 };
 
-static struct signing_key_entry signing_key_cache[SIGNING_KEY_CACHE_SLOTS];
-static size_t signing_key_cache_next;  /* the slot the next miss replaces */
-static pthread_mutex_t signing_key_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local struct signing_key_entry signing_key_cache[SIGNING_KEY_CACHE_SLOTS];
+static _Thread_local size_t signing_key_cache_next; /* the slot the next miss replaces */
 
-/* The entry matching the inputs, or NULL; the caller holds the lock. */
+/* The calling thread's entry matching the inputs, or NULL. */
 static struct signing_key_entry *signing_key_find(const unsigned char secret_id[32],
 						  const char *date, const char *region,
 						  const char *service)
@@ -297,14 +300,15 @@ static int signing_key_derive(const char *secret, const char *date,
 }
 
 /* The signing key for the inputs into key_out and its HMAC states into
- * hk_out (either may be NULL), from the cache when there. Only the first 8
- * characters of date8 count (it may be a whole amz-date). Returns 0, or -1
- * (missing input, ENOMEM) with key_out all zeros and hk_out untouched. */
+ * hk_out (either may be NULL), from the calling thread's cache when there.
+ * Only the first 8 characters of date8 count (it may be a whole amz-date).
+ * Returns 0, or -1 (missing input, ENOMEM) with key_out all zeros and
+ * hk_out untouched. */
 static int signing_key_get(const char *secret, const char *date8,
 			   const char *region, const char *service,
 			   unsigned char key_out[32], struct hmac_key *hk_out)
 {
-	struct signing_key_entry *e;
+	struct signing_key_entry *e = NULL;
 	struct hmac_key hk;
 	unsigned char key[32], secret_id[32];
 	char date[9];
@@ -328,42 +332,27 @@ static int signing_key_get(const char *secret, const char *date8,
 		goto out;
 	}
 	sha256_once(secret, strlen(secret), secret_id);
-	pthread_mutex_lock(&signing_key_cache_lock);
 	e = signing_key_find(secret_id, date, region, service);
-	if (e) {
-		memcpy(key, e->key, sizeof(key));
-		hk = e->hk;
-	}
-	pthread_mutex_unlock(&signing_key_cache_lock);
-	if (e) {
-		rc = 0;
-		goto out;
-	}
-	/* derived outside the lock: two threads may both derive, same result */
-	if (signing_key_derive(secret, date, region, service, key))
-		goto out;
-	hmac_key_init(&hk, key, sizeof(key));
-	pthread_mutex_lock(&signing_key_cache_lock);
-	if (!signing_key_find(secret_id, date, region, service)) {
+	if (!e) {
+		if (signing_key_derive(secret, date, region, service, key))
+			goto out;
 		e = &signing_key_cache[signing_key_cache_next];
-		signing_key_cache_next = (signing_key_cache_next + 1) %
-					 SIGNING_KEY_CACHE_SLOTS;
+		signing_key_cache_next = (signing_key_cache_next + 1) % SIGNING_KEY_CACHE_SLOTS;
 		OPENSSL_cleanse(e, sizeof(*e));
 		e->used = 1;
 		memcpy(e->secret_id, secret_id, 32);
 		memcpy(e->date, date, sizeof(date));
-		snprintf(e->region, sizeof(e->region), "%s", region);
-		snprintf(e->service, sizeof(e->service), "%s", service);
+		memcpy(e->region, region, strlen(region) + 1);
+		memcpy(e->service, service, strlen(service) + 1);
 		memcpy(e->key, key, 32);
-		e->hk = hk;
+		hmac_key_init(&e->hk, key, sizeof(key));
 	}
-	pthread_mutex_unlock(&signing_key_cache_lock);
 	rc = 0;
 out:
 	if (key_out)
-		memcpy(key_out, key, sizeof(key));
+		memcpy(key_out, e ? e->key : key, sizeof(key));
 	if (rc == 0 && hk_out)
-		*hk_out = hk;
+		*hk_out = e ? e->hk : hk;
 	OPENSSL_cleanse(key, sizeof(key));
 	OPENSSL_cleanse(&hk, sizeof(hk));
 	OPENSSL_cleanse(secret_id, sizeof(secret_id));
@@ -392,26 +381,27 @@ void sigv4_signature(const unsigned char key[32], const char *string_to_sign,
 	hex_encode(mac, 32, hex);
 }
 
-/* The Authorization value "AWS4-HMAC-SHA256 Credential=<ak>/<scope>,
- * SignedHeaders=<list>, Signature=<sig>", malloc'd, or NULL. */
-static char *authorization_build(const char *access_key, const char *amz_date,
-				 const char *region, const char *service,
-				 const char *signed_list, size_t signed_len,
-				 const char sig[65])
+/* Writes the Authorization value "AWS4-HMAC-SHA256 Credential=<ak>/<scope>,
+ * SignedHeaders=<list>, Signature=<sig>" and its NUL to out when cap has
+ * room for them; returns its length (without the NUL) either way. */
+static size_t authorization_write(char *out, size_t cap, const char *access_key,
+				  const char *amz_date, const char *region,
+				  const char *service, const char *signed_list,
+				  size_t signed_len, const char sig[65])
 {
 	static const char cred_at[] = SIGV4_ALGORITHM " Credential=";
 	static const char signed_at[] = ", SignedHeaders=";
 	static const char sig_at[] = ", Signature=";
 	size_t alen = strlen(access_key), rlen = strlen(region);
 	size_t slen = strlen(service);
-	char *authz, *p;
+	size_t need = sizeof(cred_at) - 1 + alen + 1 + 8 + 1 + rlen + 1 + slen +
+		      sizeof(SCOPE_TAIL) - 1 + sizeof(signed_at) - 1 + signed_len +
+		      sizeof(sig_at) - 1 + 64;
+	char *p = out;
 
-	authz = malloc(sizeof(cred_at) - 1 + alen + 1 + 8 + 1 + rlen + 1 + slen +
-		       sizeof(SCOPE_TAIL) - 1 + sizeof(signed_at) - 1 + signed_len +
-		       sizeof(sig_at) - 1 + 64 + 1);
-	if (!authz)
-		return NULL;
-	p = put(authz, cred_at, sizeof(cred_at) - 1);
+	if (need >= cap)
+		return need;
+	p = put(p, cred_at, sizeof(cred_at) - 1);
 	p = put(p, access_key, alen);
 	*p++ = '/';
 	p = put(p, amz_date, 8);
@@ -424,42 +414,30 @@ static char *authorization_build(const char *access_key, const char *amz_date,
 	p = put(p, signed_list, signed_len);
 	p = put(p, sig_at, sizeof(sig_at) - 1);
 	memcpy(p, sig, 65);
-	return authz;
+	return need;
 }
 
-/* Signature over req for the given date: fills sig (64 hex) and, when
- * wanted, the Authorization value. The canonical request is built on the
- * stack (sigv4_canon_build) and the string to sign is never materialized:
- * its pieces go straight into the MAC, keyed from the cached states. */
-int sigv4_sign_request(const struct sigv4_request *req,
-		       const struct sigv4_credentials *cred,
-		       const char *region, const char *service,
-		       const char *amz_date, char sig[65], char **authz)
+/* The signature over req for amz_date (16 characters) with the HMAC states
+ * of the day's signing key into sig (64 hex). The canonical request is
+ * built into canon (canon_buf on the stack when it fits; the caller
+ * releases canon) and the string to sign is never materialized: its pieces
+ * go straight into the MAC. Returns 0, or -1 (malformed request, ENOMEM). */
+static int sign_with(const struct sigv4_request *req, const struct hmac_key *hk,
+		     const char *region, const char *service, const char *amz_date,
+		     char canon_buf[SIGV4_CANON_STACK], struct sigv4_canon *canon,
+		     char sig[65])
 {
-	char canon_buf[SIGV4_CANON_STACK];
-	struct sigv4_canon canon = { 0 };
-	struct hmac_key hk;
 	SHA256_CTX inner;
 	unsigned char md[32];
 	char hash[65];
 	char head[sizeof(SIGV4_ALGORITHM) + 16 + 1 + 8 + 1];
 	char tail[sizeof(SCOPE_TAIL) + 64];
 	char *p;
-	int rc = -1;
 
-	sig[0] = '\0';
-	if (authz)
-		*authz = NULL;
-	memset(&hk, 0, sizeof(hk));
-	if (!cred || !cred->access_key || !cred->secret_key || !amz_date ||
-	    strlen(amz_date) != 16 || !region || !service)
-		goto out;
-	if (sigv4_canon_build(req, canon_buf, sizeof(canon_buf), &canon))
-		goto out;
-	sha256_once(canon.s, canon.len, md);
+	if (sigv4_canon_build(req, canon_buf, SIGV4_CANON_STACK, canon))
+		return -1;
+	sha256_once(canon->s, canon->len, md);
 	hex_encode(md, 32, hash);
-	if (signing_key_get(cred->secret_key, amz_date, region, service, NULL, &hk))
-		goto out;
 	/* "AWS4-HMAC-SHA256\n<amz_date>\n<date8>/<region>/<service>/aws4_request
 	 * \n<hash>": the fixed-size parts around region and service are put
 	 * together first, so the MAC takes five updates instead of ten */
@@ -470,20 +448,49 @@ int sigv4_sign_request(const struct sigv4_request *req,
 	*p = '/';
 	p = put(tail, SCOPE_TAIL "\n", sizeof(SCOPE_TAIL));
 	memcpy(p, hash, 64);
-	inner = hk.inner;
+	inner = hk->inner;
 	SHA256_Update(&inner, head, sizeof(head));
 	SHA256_Update(&inner, region, strlen(region));
 	SHA256_Update(&inner, "/", 1);
 	SHA256_Update(&inner, service, strlen(service));
 	SHA256_Update(&inner, tail, sizeof(tail));
-	hmac_final(&hk, &inner, md);
+	hmac_final(hk, &inner, md);
 	hex_encode(md, 32, sig);
+	return 0;
+}
+
+/* Signature over req for the given date: fills sig (64 hex) and, when
+ * wanted, the Authorization value (malloc'd). */
+int sigv4_sign_request(const struct sigv4_request *req,
+		       const struct sigv4_credentials *cred,
+		       const char *region, const char *service,
+		       const char *amz_date, char sig[65], char **authz)
+{
+	char canon_buf[SIGV4_CANON_STACK];
+	struct sigv4_canon canon = { 0 };
+	struct hmac_key hk;
+	size_t len;
+	int rc = -1;
+
+	sig[0] = '\0';
+	if (authz)
+		*authz = NULL;
+	memset(&hk, 0, sizeof(hk));
+	if (!cred || !cred->access_key || !cred->secret_key || !amz_date ||
+	    strlen(amz_date) != 16 || !region || !service)
+		goto out;
+	if (signing_key_get(cred->secret_key, amz_date, region, service, NULL, &hk))
+		goto out;
+	if (sign_with(req, &hk, region, service, amz_date, canon_buf, &canon, sig))
+		goto out;
 	if (authz) {
-		*authz = authorization_build(cred->access_key, amz_date, region,
-					     service, canon.s + canon.signed_at,
-					     canon.signed_len, sig);
+		len = authorization_write(NULL, 0, cred->access_key, amz_date, region, service,
+					  canon.s + canon.signed_at, canon.signed_len, sig);
+		*authz = malloc(len + 1);
 		if (!*authz)
 			goto out;
+		authorization_write(*authz, len + 1, cred->access_key, amz_date, region,
+				    service, canon.s + canon.signed_at, canon.signed_len, sig);
 	}
 	rc = 0;
 out:
@@ -491,8 +498,73 @@ out:
 		sig[0] = '\0';
 	sigv4_canon_release(&canon);
 	OPENSSL_cleanse(&hk, sizeof(hk));
-	OPENSSL_cleanse(md, sizeof(md));
 	return rc;
+}
+
+/* ---- a signer for one set of credentials ---------------------------------- */
+
+struct sigv4_signer {
+	struct sigv4_credentials cred; /* borrowed */
+	const char *region, *service;  /* borrowed */
+	char date[9];                  /* the day hk is for; "" before the first */
+	struct hmac_key hk;
+};
+
+struct sigv4_signer *sigv4_signer_new(const struct sigv4_credentials *cred,
+				      const char *region, const char *service)
+{
+	struct sigv4_signer *s;
+
+	if (!cred || !cred->access_key || !cred->secret_key || !region || !service)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->cred = *cred;
+	s->region = region;
+	s->service = service;
+	return s;
+}
+
+void sigv4_signer_free(struct sigv4_signer *s)
+{
+	if (!s)
+		return;
+	OPENSSL_cleanse(s, sizeof(*s));
+	free(s);
+}
+
+size_t sigv4_signer_authorization(struct sigv4_signer *s, const struct sigv4_request *req,
+				  const char *amz_date, char *out, size_t cap)
+{
+	char canon_buf[SIGV4_CANON_STACK];
+	struct sigv4_canon canon = { 0 };
+	unsigned char key[32];
+	char sig[65];
+	size_t len = 0;
+
+	if (cap)
+		out[0] = '\0';
+	if (!s || !amz_date || strlen(amz_date) != 16)
+		return 0;
+	if (memcmp(s->date, amz_date, 8) != 0 || !s->date[0]) {
+		/* a new day: derive its key once (not through the thread's
+		 * cache: the signer is its own cache) */
+		memcpy(s->date, amz_date, 8);
+		s->date[8] = '\0';
+		if (signing_key_derive(s->cred.secret_key, s->date, s->region, s->service, key)) {
+			s->date[0] = '\0';
+			return 0;
+		}
+		hmac_key_init(&s->hk, key, sizeof(key));
+		OPENSSL_cleanse(key, sizeof(key));
+	}
+	if (sign_with(req, &s->hk, s->region, s->service, amz_date, canon_buf, &canon, sig) == 0)
+		len = authorization_write(out, cap, s->cred.access_key, amz_date, s->region,
+					  s->service, canon.s + canon.signed_at,
+					  canon.signed_len, sig);
+	sigv4_canon_release(&canon);
+	return len;
 }
 
 char *sigv4_authorization(const struct sigv4_request *req,

@@ -5,7 +5,8 @@
  * The same canonicalization serves the S3 client (store_s3.c), the proxy's
  * re-signing for upstream, and (later) verifying clients' signatures. Pure
  * functions: no I/O, no clock (the caller passes the date). All returned
- * strings are malloc'd and owned by the caller. */
+ * strings are malloc'd and owned by the caller. Derived signing keys are
+ * cached per thread (and per struct sigv4_signer). */
 #ifndef FENCE_SIGV4_H
 #define FENCE_SIGV4_H
 
@@ -79,6 +80,29 @@ char *sigv4_authorization(const struct sigv4_request *req,
 			  const struct sigv4_credentials *cred,
 			  const char *region, const char *service,
 			  const char *amz_date);
+
+/* A signer for one set of credentials, region and service, for a caller
+ * that signs many requests with them (the proxy's forwarder, one per
+ * worker): it derives the day's signing key once, when the date's day
+ * changes, and keeps its HMAC states, so a request costs the canonical
+ * request's hash and one HMAC, with no lock, no hash of the secret and no
+ * allocation unless the canonical request outgrows the stack. Not
+ * thread-safe: one per thread. cred's strings, region and service are
+ * borrowed and must outlive the signer. sigv4_signer_new returns NULL on a
+ * missing input or ENOMEM; sigv4_signer_free accepts NULL and wipes the
+ * derived key. */
+struct sigv4_signer;
+struct sigv4_signer *sigv4_signer_new(const struct sigv4_credentials *cred,
+				      const char *region, const char *service);
+void sigv4_signer_free(struct sigv4_signer *s);
+
+/* The Authorization header value for req signed at amz_date (16
+ * characters), the same string sigv4_authorization returns, written with
+ * its NUL into out[0..cap). Returns its length without the NUL: when that
+ * is >= cap nothing was written (call again with more room); 0 on failure
+ * (malformed request, bad date, ENOMEM), with out "" when cap > 0. */
+size_t sigv4_signer_authorization(struct sigv4_signer *s, const struct sigv4_request *req,
+				  const char *amz_date, char *out, size_t cap);
 
 /* Presigned URL: returns the full query string (the request's own query plus
  * X-Amz-Algorithm, -Credential, -Date, -Expires, -SignedHeaders,

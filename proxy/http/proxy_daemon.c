@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 
+#include "wire/sigv4.h"
 
 /* ---- the daemon ------------------------------------------------------- */
 
@@ -173,6 +174,7 @@ void proxy_free(struct proxy *p)
 	free(p->up_base);
 	free(p->region);
 	free(p->access_key);
+	sigv4_signer_free(p->signer);
 	if (p->secret_key)
 		memset(p->secret_key, 0, strlen(p->secret_key));
 	free(p->secret_key);

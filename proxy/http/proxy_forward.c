@@ -64,30 +64,42 @@ static void strip_presign_query(const char *query, char *out)
 	out[o] = '\0';
 }
 
+/* Room on the stack for the forwarded head's entries and its strings
+ * (query, path, URL); longer ones go to the heap. */
+#define FWD_ENTRIES 48
+#define FWD_STRINGS 2048
+#define FWD_AUTHZ 512   /* the Authorization value; longer: heap */
+
 /* Signs the forwarded request (S3 mode): adds x-amz-date,
- * x-amz-content-sha256, x-amz-security-token and Authorization to fwd. */
+ * x-amz-content-sha256, x-amz-security-token and Authorization to fwd,
+ * with the proxy's signer (the day's signing key derived once). */
 static int sign_forward(struct proxy_req *req, struct front_hdrs *fwd,
 			const char *path, const char *query)
 {
 	struct proxy *p = req->p;
-	struct sigv4_header *sh = NULL;
-	struct sigv4_credentials cred = { p->access_key, p->secret_key, p->session_token };
+	struct sigv4_header stack_sh[FWD_ENTRIES], *sh = stack_sh;
 	struct sigv4_request sr;
 	const char *payload = proxy_req_fwd_header(req, "X-Amz-Content-Sha256");
 	char amz_date[17];
-	char *auth = NULL;
-	size_t n = 0;
+	char stack_auth[FWD_AUTHZ], *auth = stack_auth;
+	size_t n = 0, len;
 	int rc = -1;
 
 	if (!payload || !*payload)
 		payload = SIGV4_UNSIGNED;
+	if (!p->signer) {
+		struct sigv4_credentials cred = { p->access_key, p->secret_key,
+						  p->session_token };
+
+		if (!(p->signer = sigv4_signer_new(&cred, p->region, "s3")))
+			goto out;
+	}
 	sigv4_amz_date(time(NULL), amz_date);
 	if (front_hdrs_add(fwd, "x-amz-date", amz_date) < 0 ||
 	    front_hdrs_add(fwd, "x-amz-content-sha256", payload) < 0 ||
 	    (p->session_token && front_hdrs_add(fwd, "x-amz-security-token", p->session_token) < 0))
 		goto out;
-	sh = calloc(fwd->n, sizeof(*sh));
-	if (!sh)
+	if (fwd->n > FWD_ENTRIES && !(sh = calloc(fwd->n, sizeof(*sh))))
 		goto out;
 	/* sign host, every x-amz-* (S3 refuses unsigned ones), content-md5
 	 * and content-type: headers the upstream client sends exactly as given */
@@ -109,13 +121,20 @@ static int sign_forward(struct proxy_req *req, struct front_hdrs *fwd,
 	sr.nheaders = n;
 	sr.payload_hash = payload;
 	sr.s3 = 1;
-	auth = sigv4_authorization(&sr, &cred, p->region, "s3", amz_date);
-	if (!auth || front_hdrs_add(fwd, "Authorization", auth) < 0)
+	len = sigv4_signer_authorization(p->signer, &sr, amz_date, auth, sizeof(stack_auth));
+	if (len >= sizeof(stack_auth)) {
+		if (!(auth = malloc(len + 1)) ||
+		    sigv4_signer_authorization(p->signer, &sr, amz_date, auth, len + 1) != len)
+			goto out;
+	}
+	if (len == 0 || front_hdrs_add(fwd, "Authorization", auth) < 0)
 		goto out;
 	rc = 0;
 out:
-	free(auth);
-	free(sh);
+	if (auth != stack_auth)
+		free(auth);
+	if (sh != stack_sh)
+		free(sh);
 	return rc;
 }
 
@@ -138,11 +157,6 @@ void preq_start_body_reading(struct proxy_req *req)
 	req->body_reading = 1;
 	front_conn_read_body(req->conn);
 }
-
-/* Room on the stack for the forwarded head's entries and its strings
- * (query, path, URL); longer ones go to the heap. */
-#define FWD_ENTRIES 48
-#define FWD_STRINGS 2048
 
 /* Builds and starts one upstream attempt. On failure the request is
  * answered (500/502/501) and finished. */

@@ -30,6 +30,7 @@ struct proxy {
 	char *up_base;       /* path prefix without trailing '/', often "" */
 	char *region;
 	char *access_key, *secret_key, *session_token;
+	struct sigv4_signer *signer; /* S3 mode: made at the first forward */
 	struct proxy_handler *handlers;
 	size_t nhandlers;
 	struct proxy_hook *done_hooks;

@@ -1,10 +1,22 @@
 /* metrics.c — counters, gauges and histograms with labels, rendered in the
  * Prometheus text format. It keeps values in memory only; serving them over
- * HTTP is the lock API's job. One registry serves every event-loop worker:
- * a mutex per registry makes each update and each rendering atomic (an
- * update is a few arithmetic operations, so the lock is held briefly). */
+ * HTTP is the lock API's job.
+ *
+ * One registry serves every event-loop worker without a lock on the
+ * update path: each thread that updates gets cells of its own (a shard),
+ * adds there with plain loads and stores (it is the only writer), and a
+ * reader sums every shard's cells at render time. What a series is (its
+ * label values) is shared and append-only: created once under the
+ * registry's mutex, published with a release store, looked up without the
+ * lock. metrics_set writes a shared base per series (the value less what
+ * the shards added), so a set still means "the value is now v". Threads
+ * past METRICS_SHARDS_MAX share one last shard through atomic
+ * read-modify-writes. Registering, creating a series, rendering and
+ * metrics_each take the mutex; nothing frees a series before
+ * metrics_free. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,13 +27,22 @@
 #include "procstat.h"
 #include "wire/utf8.h"
 
-struct series {
+#define SERIES_CHUNK 32  /* series per chunk: chunks never move once published */
+#define SERIES_CHUNKS ((METRICS_SERIES_MAX + SERIES_CHUNK - 1) / SERIES_CHUNK)
+#define SHARED_SHARD METRICS_SHARDS_MAX /* the shard of threads past the cap */
+
+typedef _Atomic uint64_t cell_t; /* a double's bits, or a bucket's count */
+
+struct series {                    /* immutable once published, but base */
 	char *values[METRICS_LABELS_MAX];
-	double value;              /* counter, gauge */
-	uint64_t *buckets;         /* histogram: per-bucket (not cumulative),
-				    * nbounds + 1 (the last is +Inf) */
-	double sum;
-	uint64_t count;
+	cell_t base;               /* counter, gauge: bits of a double */
+};
+
+/* One thread's cells of one family: per series ncells cells (counter and
+ * gauge: the sum of its adds; histogram: nbounds + 1 per-bucket counts,
+ * then the sum of observations), SERIES_CHUNK series per chunk. */
+struct family_shard {
+	_Atomic(cell_t *) chunk[SERIES_CHUNKS];
 };
 
 struct metrics_family {
@@ -32,17 +53,47 @@ struct metrics_family {
 	char *label_names[METRICS_LABELS_MAX];
 	double bounds[METRICS_BUCKETS_MAX];
 	size_t nbounds;
-	struct series *series;
-	size_t nseries, cap;
+	size_t ncells;
+	_Atomic(struct series *) ids[SERIES_CHUNKS];
+	_Atomic size_t nseries;
+	atomic_bool has_adds;      /* a shard ever added to a counter or gauge */
+	_Atomic(struct family_shard *) shard[METRICS_SHARDS_MAX + 1];
 	struct metrics *registry;
 	struct metrics_family *next;
 };
 
 struct metrics {
-	pthread_mutex_t mu;     /* everything below and every family's series */
+	pthread_mutex_t mu;        /* the family list, series creation, owners */
+	uint64_t id;               /* unique per registry, never reused */
 	struct metrics_family *first, *last;
-	uint64_t dropped;
+	_Atomic uint64_t dropped;
+	pthread_t owner[METRICS_SHARDS_MAX]; /* the thread of each shard */
+	size_t nowners;
 };
+
+static _Atomic uint64_t next_registry_id = 1;
+
+/* The calling thread's shard in the registry it used last. */
+static _Thread_local struct {
+	uint64_t id;
+	size_t shard;
+} tl_shard;
+
+static uint64_t bits_of(double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof(u));
+	return u;
+}
+
+static double double_of(uint64_t u)
+{
+	double v;
+
+	memcpy(&v, &u, sizeof(v));
+	return v;
+}
 
 struct metrics *metrics_new(void)
 {
@@ -52,21 +103,33 @@ struct metrics *metrics_new(void)
 		free(m);
 		return NULL;
 	}
+	if (m)
+		m->id = atomic_fetch_add(&next_registry_id, 1);
 	return m;
 }
 
 static void family_free(struct metrics_family *f)
 {
-	size_t i, j;
+	size_t i, j, n;
 
 	if (!f)
 		return;
-	for (i = 0; i < f->nseries; i++) {
-		for (j = 0; j < f->nlabels; j++)
-			free(f->series[i].values[j]);
-		free(f->series[i].buckets);
+	n = atomic_load(&f->nseries);
+	for (i = 0; i < SERIES_CHUNKS; i++) {
+		struct series *chunk = atomic_load(&f->ids[i]);
+
+		for (j = 0; chunk && j < SERIES_CHUNK && i * SERIES_CHUNK + j < n; j++)
+			for (size_t l = 0; l < f->nlabels; l++)
+				free(chunk[j].values[l]);
+		free(chunk);
 	}
-	free(f->series);
+	for (i = 0; i <= METRICS_SHARDS_MAX; i++) {
+		struct family_shard *fs = atomic_load(&f->shard[i]);
+
+		for (j = 0; fs && j < SERIES_CHUNKS; j++)
+			free(atomic_load(&fs->chunk[j]));
+		free(fs);
+	}
 	for (j = 0; j < f->nlabels; j++)
 		free(f->label_names[j]);
 	free(f->name);
@@ -137,6 +200,7 @@ struct metrics_family *metrics_register(struct metrics *m, enum metrics_type typ
 	f->type = type;
 	f->nlabels = nlabels;
 	f->nbounds = nbounds;
+	f->ncells = type == METRICS_HISTOGRAM ? nbounds + 2 : 1;
 	if (nbounds)
 		memcpy(f->bounds, bounds, nbounds * sizeof(*bounds));
 	f->name = strdup(name);
@@ -166,125 +230,294 @@ fail:
 	return NULL;
 }
 
-/* The series for values, created on first use; NULL past the cap or ENOMEM. */
-static struct series *series_get(struct metrics_family *f, const char *const *values)
+/* ---- series: shared, append-only ------------------------------------ */
+
+static struct series *series_at(struct metrics_family *f, size_t i)
 {
-	struct series *s;
-	size_t i, j;
+	struct series *chunk = atomic_load_explicit(&f->ids[i / SERIES_CHUNK],
+						    memory_order_acquire);
 
-	for (i = 0; i < f->nseries; i++) {
-		for (j = 0; j < f->nlabels; j++)
-			if (strcmp(f->series[i].values[j], values[j] ? values[j] : "") != 0)
-				break;
-		if (j == f->nlabels)
-			return &f->series[i];
-	}
-	if (f->nseries == METRICS_SERIES_MAX)
-		goto drop;
-	if (f->nseries == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 8;
-		struct series *grown = realloc(f->series, cap * sizeof(*grown));
-
-		if (!grown)
-			goto drop;
-		f->series = grown;
-		f->cap = cap;
-	}
-	s = &f->series[f->nseries];
-	memset(s, 0, sizeof(*s));
-	for (j = 0; j < f->nlabels; j++)
-		if (!(s->values[j] = strdup(values[j] ? values[j] : "")))
-			goto undo;
-	if (f->type == METRICS_HISTOGRAM &&
-	    !(s->buckets = calloc(f->nbounds + 1, sizeof(*s->buckets))))
-		goto undo;
-	f->nseries++;
-	return s;
-undo:
-	for (j = 0; j < f->nlabels; j++)
-		free(s->values[j]);
-	free(s->buckets);
-drop:
-	f->registry->dropped++;
-	return NULL;
+	return &chunk[i % SERIES_CHUNK];
 }
 
-static int metrics_add_locked(struct metrics_family *f, const char *const *values, double v)
+/* The index among the first n series whose labels are values, or -1. */
+static long series_find(struct metrics_family *f, const char *const *values, size_t from,
+			size_t n)
 {
-	struct series *s;
+	size_t i, j;
+
+	for (i = from; i < n; i++) {
+		const struct series *s = series_at(f, i);
+
+		for (j = 0; j < f->nlabels; j++)
+			if (strcmp(s->values[j], values[j] ? values[j] : "") != 0)
+				break;
+		if (j == f->nlabels)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* The index of the series for values, created on first use (under the
+ * mutex); -1 past the cap or on ENOMEM (counted as dropped). */
+static long series_index(struct metrics_family *f, const char *const *values)
+{
+	struct metrics *m = f->registry;
+	size_t n = atomic_load_explicit(&f->nseries, memory_order_acquire), j;
+	struct series *chunk, *s;
+	long i = series_find(f, values, 0, n);
+
+	if (i >= 0)
+		return i;
+	pthread_mutex_lock(&m->mu);
+	i = series_find(f, values, n, atomic_load_explicit(&f->nseries, memory_order_relaxed));
+	if (i >= 0)
+		goto out;
+	n = atomic_load_explicit(&f->nseries, memory_order_relaxed);
+	if (n == METRICS_SERIES_MAX)
+		goto drop;
+	chunk = atomic_load_explicit(&f->ids[n / SERIES_CHUNK], memory_order_relaxed);
+	if (!chunk) {
+		chunk = calloc(SERIES_CHUNK, sizeof(*chunk));
+		if (!chunk)
+			goto drop;
+		atomic_store_explicit(&f->ids[n / SERIES_CHUNK], chunk, memory_order_release);
+	}
+	s = &chunk[n % SERIES_CHUNK];
+	for (j = 0; j < f->nlabels; j++) {
+		if (!(s->values[j] = strdup(values[j] ? values[j] : ""))) {
+			while (j-- > 0) {
+				free(s->values[j]);
+				s->values[j] = NULL;
+			}
+			goto drop;
+		}
+	}
+	atomic_store_explicit(&f->nseries, n + 1, memory_order_release);
+	i = (long)n;
+	goto out;
+drop:
+	atomic_fetch_add(&m->dropped, 1);
+	i = -1;
+out:
+	pthread_mutex_unlock(&m->mu);
+	return i;
+}
+
+/* ---- shards: one writer each ------------------------------------------ */
+
+/* The calling thread's shard: its own while there is room, else the
+ * shared one. */
+static size_t shard_of(struct metrics *m)
+{
+	pthread_t self;
+	size_t i;
+
+	if (tl_shard.id == m->id)
+		return tl_shard.shard;
+	self = pthread_self();
+	pthread_mutex_lock(&m->mu);
+	for (i = 0; i < m->nowners && !pthread_equal(m->owner[i], self); i++)
+		;
+	if (i == m->nowners && m->nowners < METRICS_SHARDS_MAX)
+		m->owner[m->nowners++] = self;
+	pthread_mutex_unlock(&m->mu);
+	tl_shard.id = m->id;
+	tl_shard.shard = i < METRICS_SHARDS_MAX ? i : SHARED_SHARD;
+	return tl_shard.shard;
+}
+
+/* *slot, allocated (zeroed, size bytes) and published on first use; NULL
+ * on ENOMEM. Several threads may race only on the shared shard: the loser
+ * frees its copy. */
+static void *publish(void *_Atomic *slot, size_t size)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire), *expected = NULL;
+
+	if (p)
+		return p;
+	p = calloc(1, size);
+	if (!p)
+		return NULL;
+	if (!atomic_compare_exchange_strong_explicit(slot, &expected, p, memory_order_acq_rel,
+						     memory_order_acquire)) {
+		free(p);
+		return expected;
+	}
+	return p;
+}
+
+/* The calling thread's cells of series idx; NULL on ENOMEM. */
+static cell_t *cells_of(struct metrics_family *f, size_t shard, size_t idx)
+{
+	struct family_shard *fs = publish((void *_Atomic *)&f->shard[shard], sizeof(*fs));
+	cell_t *chunk;
+
+	if (!fs)
+		return NULL;
+	chunk = publish((void *_Atomic *)&fs->chunk[idx / SERIES_CHUNK],
+			SERIES_CHUNK * f->ncells * sizeof(cell_t));
+	return chunk ? chunk + idx % SERIES_CHUNK * f->ncells : NULL;
+}
+
+/* cell += v (a double's bits): a plain load and store for the shard's only
+ * writer, a compare-and-swap loop on the shared shard. */
+static void cell_add_double(cell_t *c, double v, bool shared)
+{
+	uint64_t old = atomic_load_explicit(c, memory_order_relaxed);
+
+	if (!shared) {
+		atomic_store_explicit(c, bits_of(double_of(old) + v), memory_order_relaxed);
+		return;
+	}
+	while (!atomic_compare_exchange_weak_explicit(c, &old, bits_of(double_of(old) + v),
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+static void cell_inc(cell_t *c, bool shared)
+{
+	if (shared)
+		atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+	else
+		atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+}
+
+/* Shard i's cell k of series idx, or NULL where that thread never wrote. */
+static cell_t *shard_cell(struct metrics_family *f, size_t i, size_t idx, size_t k)
+{
+	struct family_shard *fs = atomic_load_explicit(&f->shard[i], memory_order_acquire);
+	cell_t *chunk = fs ? atomic_load_explicit(&fs->chunk[idx / SERIES_CHUNK],
+						  memory_order_acquire) : NULL;
+
+	return chunk ? &chunk[idx % SERIES_CHUNK * f->ncells + k] : NULL;
+}
+
+/* Sum over every shard of cell k of series idx: a count, or a double. */
+static uint64_t sum_count(struct metrics_family *f, size_t idx, size_t k)
+{
+	uint64_t total = 0;
+	cell_t *c;
+
+	for (size_t i = 0; i <= METRICS_SHARDS_MAX; i++)
+		if ((c = shard_cell(f, i, idx, k)))
+			total += atomic_load_explicit(c, memory_order_relaxed);
+	return total;
+}
+
+static double sum_double(struct metrics_family *f, size_t idx, size_t k)
+{
+	double total = 0;
+	cell_t *c;
+
+	for (size_t i = 0; i <= METRICS_SHARDS_MAX; i++)
+		if ((c = shard_cell(f, i, idx, k)))
+			total += double_of(atomic_load_explicit(c, memory_order_relaxed));
+	return total;
+}
+
+/* A counter's or gauge's value: its base plus every shard's adds. */
+static double series_value(struct metrics_family *f, size_t idx)
+{
+	double base = double_of(atomic_load_explicit(&series_at(f, idx)->base,
+						     memory_order_relaxed));
+
+	if (!atomic_load_explicit(&f->has_adds, memory_order_relaxed))
+		return base;
+	return base + sum_double(f, idx, 0);
+}
+
+/* ---- updates ---------------------------------------------------------- */
+
+int metrics_add(struct metrics_family *f, const char *const *values, double v)
+{
+	size_t shard;
+	cell_t *c;
+	long idx;
 
 	if (!f || f->type == METRICS_HISTOGRAM || isnan(v) ||
 	    (f->type == METRICS_COUNTER && v < 0) || (f->nlabels && !values))
 		return -1;
-	if (!(s = series_get(f, values)))
+	if ((idx = series_index(f, values)) < 0)
 		return -1;
-	s->value += v;
+	shard = shard_of(f->registry);
+	if (!(c = cells_of(f, shard, (size_t)idx))) {
+		atomic_fetch_add(&f->registry->dropped, 1);
+		return -1;
+	}
+	if (!atomic_load_explicit(&f->has_adds, memory_order_relaxed))
+		atomic_store_explicit(&f->has_adds, true, memory_order_relaxed);
+	cell_add_double(c, v, shard == SHARED_SHARD);
 	return 0;
 }
 
-static int metrics_set_locked(struct metrics_family *f, const char *const *values, double v)
+/* The base becomes v less what the shards added so far, so the value reads
+ * v; an add racing with it lands before or after, never lost. */
+int metrics_set(struct metrics_family *f, const char *const *values, double v)
 {
 	struct series *s;
+	uint64_t old, want;
+	double adds;
+	long idx;
 
 	if (!f || f->type == METRICS_HISTOGRAM || isnan(v) || (f->nlabels && !values))
 		return -1;
-	if (!(s = series_get(f, values)))
+	if ((idx = series_index(f, values)) < 0)
 		return -1;
-	if (f->type == METRICS_COUNTER && v < s->value)
-		return -1;
-	s->value = v;
+	s = series_at(f, (size_t)idx);
+	adds = atomic_load_explicit(&f->has_adds, memory_order_relaxed)
+		? sum_double(f, (size_t)idx, 0) : 0;
+	want = bits_of(v - adds);
+	old = atomic_load_explicit(&s->base, memory_order_relaxed);
+	do {
+		if (f->type == METRICS_COUNTER && v < double_of(old) + adds)
+			return -1;
+		if (old == want) /* unchanged (an epoch set per write): no store */
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(&s->base, &old, want,
+							memory_order_relaxed,
+							memory_order_relaxed));
 	return 0;
 }
 
-static int metrics_observe_locked(struct metrics_family *f, const char *const *values, double v)
+int metrics_observe(struct metrics_family *f, const char *const *values, double v)
 {
-	struct series *s;
-	size_t i;
+	size_t shard, i;
+	cell_t *c;
+	long idx;
 
 	if (!f || f->type != METRICS_HISTOGRAM || isnan(v) || (f->nlabels && !values))
 		return -1;
-	if (!(s = series_get(f, values)))
+	if ((idx = series_index(f, values)) < 0)
 		return -1;
+	shard = shard_of(f->registry);
+	if (!(c = cells_of(f, shard, (size_t)idx))) {
+		atomic_fetch_add(&f->registry->dropped, 1);
+		return -1;
+	}
 	for (i = 0; i < f->nbounds && v > f->bounds[i]; i++)
 		;
-	s->buckets[i]++;
-	s->sum += v;
-	s->count++;
+	cell_inc(&c[i], shard == SHARED_SHARD);
+	cell_add_double(&c[f->nbounds + 1], v, shard == SHARED_SHARD);
 	return 0;
 }
 
-/* The public updates: one at a time per registry. */
-#define LOCKED_UPDATE(fn)                                                          \
-	int fn(struct metrics_family *f, const char *const *values, double v)      \
-	{                                                                          \
-		int rc;                                                            \
-                                                                                   \
-		if (!f)                                                            \
-			return -1;                                                 \
-		pthread_mutex_lock(&f->registry->mu);                              \
-		rc = fn##_locked(f, values, v);                                    \
-		pthread_mutex_unlock(&f->registry->mu);                            \
-		return rc;                                                         \
-	}
-LOCKED_UPDATE(metrics_add)
-LOCKED_UPDATE(metrics_set)
-LOCKED_UPDATE(metrics_observe)
-
-/* A float as Prometheus reads it: shortest of %.15g/%.17g that round-trips. */
 int metrics_each(struct metrics_family *f, metrics_each_fn fn, void *arg)
 {
-	int n;
+	size_t i, n;
 
 	if (!f || f->type == METRICS_HISTOGRAM)
 		return -1;
 	pthread_mutex_lock(&f->registry->mu);
-	for (size_t i = 0; i < f->nseries; i++)
-		fn((const char *const *)f->series[i].values, f->series[i].value, arg);
-	n = (int)f->nseries;
+	n = atomic_load_explicit(&f->nseries, memory_order_acquire);
+	for (i = 0; i < n; i++)
+		fn((const char *const *)series_at(f, i)->values, series_value(f, i), arg);
 	pthread_mutex_unlock(&f->registry->mu);
-	return n;
+	return (int)n;
 }
 
+/* A float as Prometheus reads it: shortest of %.15g/%.17g that round-trips. */
 static void fmt_value(char *buf, size_t len, double v)
 {
 	if (isnan(v)) {
@@ -344,28 +577,29 @@ static void put_labels(FILE *out, const struct metrics_family *f, const struct s
 	fputc('}', out);
 }
 
-static void render_family(FILE *out, const struct metrics_family *f)
+static void render_family(FILE *out, struct metrics_family *f)
 {
 	static const char *const type_names[] = { "counter", "gauge", "histogram" };
 	char num[40], le[40];
-	size_t i, b;
+	size_t i, b, n = atomic_load_explicit(&f->nseries, memory_order_acquire);
 
 	fprintf(out, "# HELP %s ", f->name);
 	put_escaped(out, f->help, false);
 	fprintf(out, "\n# TYPE %s %s\n", f->name, type_names[f->type]);
-	for (i = 0; i < f->nseries; i++) {
-		const struct series *s = &f->series[i];
+	for (i = 0; i < n; i++) {
+		const struct series *s = series_at(f, i);
 		uint64_t cumulative = 0;
 
 		if (f->type != METRICS_HISTOGRAM) {
-			fmt_value(num, sizeof(num), s->value);
+			fmt_value(num, sizeof(num), series_value(f, i));
 			fputs(f->name, out);
 			put_labels(out, f, s, NULL);
 			fprintf(out, " %s\n", num);
 			continue;
 		}
+		/* the count is the buckets' total, so the two always agree */
 		for (b = 0; b <= f->nbounds; b++) {
-			cumulative += s->buckets[b];
+			cumulative += sum_count(f, i, b);
 			if (b < f->nbounds)
 				fmt_value(le, sizeof(le), f->bounds[b]);
 			else
@@ -374,18 +608,18 @@ static void render_family(FILE *out, const struct metrics_family *f)
 			put_labels(out, f, s, le);
 			fprintf(out, " %llu\n", (unsigned long long)cumulative);
 		}
-		fmt_value(num, sizeof(num), s->sum);
+		fmt_value(num, sizeof(num), sum_double(f, i, f->nbounds + 1));
 		fprintf(out, "%s_sum", f->name);
 		put_labels(out, f, s, NULL);
 		fprintf(out, " %s\n%s_count", num, f->name);
 		put_labels(out, f, s, NULL);
-		fprintf(out, " %llu\n", (unsigned long long)s->count);
+		fprintf(out, " %llu\n", (unsigned long long)cumulative);
 	}
 }
 
 char *metrics_render(const struct metrics *m, size_t *len)
 {
-	const struct metrics_family *f;
+	struct metrics_family *f;
 	char *buf = NULL;
 	size_t size = 0;
 	FILE *out;
@@ -399,7 +633,7 @@ char *metrics_render(const struct metrics *m, size_t *len)
 	fprintf(out, "# HELP fencegate_metrics_dropped_total Metric updates dropped "
 		"(series cap reached or out of memory).\n"
 		"# TYPE fencegate_metrics_dropped_total counter\n"
-		"fencegate_metrics_dropped_total %llu\n", (unsigned long long)m->dropped);
+		"fencegate_metrics_dropped_total %llu\n", (unsigned long long)atomic_load(&((struct metrics *)m)->dropped));
 	pthread_mutex_unlock((pthread_mutex_t *)&m->mu);
 	if (ferror(out)) {
 		fclose(out);

@@ -8,7 +8,12 @@
  * cap updates are dropped and counted in fencegate_metrics_dropped_total.
  * Label values are escaped (\\ \" \n) and invalid UTF-8 becomes U+FFFD.
  * No I/O, no clock. Thread-safe: one registry serves every event-loop
- * worker (updates and rendering take the registry's mutex). */
+ * worker. Updates take no lock once a series exists: each thread adds to
+ * cells of its own (the first METRICS_SHARDS_MAX threads; later ones share
+ * one set through atomic operations), and rendering sums them. Creating a
+ * series, registering, rendering and metrics_each take the registry's
+ * mutex. A reading may see an update racing with it or not, never half of
+ * one counter; a histogram's _count is always its buckets' total. */
 #ifndef FENCE_METRICS_H
 #define FENCE_METRICS_H
 
@@ -17,6 +22,7 @@
 #define METRICS_LABELS_MAX 4
 #define METRICS_SERIES_MAX 1024
 #define METRICS_BUCKETS_MAX 32
+#define METRICS_SHARDS_MAX 64   /* threads with update cells of their own */
 
 enum metrics_type {
 	METRICS_COUNTER,
@@ -45,17 +51,20 @@ struct metrics_family *metrics_register(struct metrics *m, enum metrics_type typ
  * nlabels is 0; a NULL value counts as ""). Return 0, or -1 if the family
  * has the wrong type, the update is invalid (negative counter increment,
  * NaN), the series cap is reached or on ENOMEM.
- *   metrics_add:     counter += v (v >= 0) or gauge += v (any sign)
+ *   metrics_add:     counter += v (v >= 0) or gauge += v (any sign), in the
+ *                    calling thread's cells
  *   metrics_set:     gauge = v; also counter = v when v is not below the
  *                    current value (mirroring a counter kept elsewhere, e.g.
- *                    the ETag cache's hits)
+ *                    the ETag cache's hits); a set of the value the series
+ *                    already holds writes nothing
  *   metrics_observe: histogram observation */
 int metrics_add(struct metrics_family *f, const char *const *values, double v);
 int metrics_set(struct metrics_family *f, const char *const *values, double v);
 int metrics_observe(struct metrics_family *f, const char *const *values, double v);
 
 /* Calls fn(values, value, arg) for every series of a counter or gauge
- * family, in creation order, under the registry's mutex (fn must not touch
+ * family (value: summed over threads), in creation order, under the
+ * registry's mutex (fn must not touch
  * the registry). Returns the number of series, or -1 for a histogram or a
  * NULL family. */
 typedef void (*metrics_each_fn)(const char *const *values, double value, void *arg);

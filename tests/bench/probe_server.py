@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A tiny stateful S3 responder for the bench's backend self-test keys.
+"""A tiny stateful S3 responder for the bench's backend self-test keys
+and the locks' epoch marks (fencing-marks/LOCK/high-water.json).
 
 fencegate refuses a store that ignores conditional writes: it creates a
 probe key twice with If-None-Match: * and needs 412 the second time, and
@@ -23,6 +24,9 @@ def s3_error(code, message):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # head and body leave in two writes: without this, Nagle and the
+    # peer's delayed ACK hold every answer ~40 ms
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         # a handful of requests per run: keep them for BENCH_KEEP=1
@@ -48,7 +52,7 @@ class Handler(BaseHTTPRequestHandler):
         inm = self.headers.get("If-None-Match")
         im = self.headers.get("If-Match")
         with LOCK:
-            cur = OBJECTS.get(key)
+            cur = OBJECTS.get(key, (None, b""))[0]
             if inm is not None and cur is not None:
                 return self.reply(412, s3_error("PreconditionFailed", "key exists"))
             if im is not None:
@@ -57,16 +61,16 @@ class Handler(BaseHTTPRequestHandler):
                 if im != cur and im != "*":
                     return self.reply(412, s3_error("PreconditionFailed", "etag"))
             etag = '"%s"' % hashlib.md5(data).hexdigest()
-            OBJECTS[key] = etag
+            OBJECTS[key] = (etag, data)
         self.reply(200, b"", {"ETag": etag})
 
     def do_GET(self):
         key = self.path.split("?", 1)[0]
         with LOCK:
-            cur = OBJECTS.get(key)
+            cur, data = OBJECTS.get(key, (None, b""))
         if cur is None:
             return self.reply(404, s3_error("NoSuchKey", "no such key"))
-        self.reply(200, b"", {"ETag": cur})
+        self.reply(200, data, {"ETag": cur})
 
     do_HEAD = do_GET
 
@@ -74,7 +78,7 @@ class Handler(BaseHTTPRequestHandler):
         key = self.path.split("?", 1)[0]
         im = self.headers.get("If-Match")
         with LOCK:
-            cur = OBJECTS.get(key)
+            cur = OBJECTS.get(key, (None, b""))[0]
             if im is not None:
                 if cur is None:
                     return self.reply(404, s3_error("NoSuchKey", "no such key"))

@@ -2,8 +2,9 @@
 # fencegate benchmark: direct upstream vs nginx proxy_pass vs HAProxy (and a
 # second, identical HAProxy as the A/A control) vs fencegate, on loopback, in
 # one run, interleaved, in two layouts: every process on one CPU (the
-# verdict), and free on all CPUs. Then the memory rows: RSS growth of a
-# 1 GiB upload in S3 mode and on the embedded store. Prints a report;
+# verdict), and free on all CPUs. Then the scale rows (scale.sh: many locks,
+# many keys, two replicas, a strict route) and the memory rows: RSS growth
+# of a 1 GiB upload in S3 mode and on the embedded store. Prints a report;
 # asserts nothing about timings (a benchmark is not a test). See
 # tests/bench/README.md.
 #
@@ -12,9 +13,14 @@
 #   FENCE_BIN       directory holding fencegate (default: <repo>/bin)
 #   BENCH_SECONDS   length of each wrk run (default 5)
 #   BENCH_ROUNDS    interleaved repetitions (default 3)
-#   BENCH_LAYOUTS   "one all" (default); one: everything on one CPU, c=64
-#                   and c=1; all: no pinning, N workers/threads, c=256;
+#   BENCH_LAYOUTS   "one all scale" (default); one: everything on one CPU,
+#                   c=64 and c=1; all: no pinning, N workers/threads, c=256;
+#                   scale: many locks, many keys, 2 replicas, strict (scale.sh);
 #                   none: only the memory rows
+#   BENCH_QUICK     1: 1 round of 3 s, a 256 MiB upload, 200000 keys (unless
+#                   set explicitly): about half the time
+#   BENCH_SCALE_KEYS   distinct keys written in the scale rows (1000000)
+#   BENCH_SCALE_LOCKS  locks the scale rows spread writes over (10000)
 #   BENCH_BIG_MIB   size of the upload of the memory rows (default 1024; 0: skip)
 #   BENCH_KEEP      1 keeps the temp dir (configs, logs, raw results)
 #   BENCH_HOLD      1: start the first layout's servers, print their ports
@@ -25,10 +31,20 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 FENCE_BIN=${FENCE_BIN:-$repo/bin}
-SECONDS_PER_RUN=${BENCH_SECONDS:-5}
-ROUNDS=${BENCH_ROUNDS:-3}
-LAYOUTS=${BENCH_LAYOUTS:-"one all"}
-BIG_MIB=${BENCH_BIG_MIB:-1024}
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+	SECONDS_PER_RUN=${BENCH_SECONDS:-3}
+	ROUNDS=${BENCH_ROUNDS:-1}
+	BIG_MIB=${BENCH_BIG_MIB:-256}
+	SCALE_KEYS=${BENCH_SCALE_KEYS:-200000}
+else
+	SECONDS_PER_RUN=${BENCH_SECONDS:-5}
+	ROUNDS=${BENCH_ROUNDS:-3}
+	BIG_MIB=${BENCH_BIG_MIB:-1024}
+	SCALE_KEYS=${BENCH_SCALE_KEYS:-1000000}
+fi
+SCALE_LOCKS=${BENCH_SCALE_LOCKS:-10000}
+LAYOUTS=${BENCH_LAYOUTS:-"one all scale"}
 BUCKET=bench
 EPOCH=5            # the lock's current epoch as the stand-in reports it
 STALE_TOKEN=4      # below the current epoch: fencegate must answer 409
@@ -45,6 +61,8 @@ fencegate="$FENCE_BIN/fencegate"
 case "$SECONDS_PER_RUN" in ''|*[!0-9]*) die "BENCH_SECONDS must be whole seconds";; esac
 case "$ROUNDS" in ''|*[!0-9]*|0) die "BENCH_ROUNDS must be >= 1";; esac
 case "$BIG_MIB" in ''|*[!0-9]*) die "BENCH_BIG_MIB must be whole MiB";; esac
+case "$SCALE_KEYS" in ''|*[!0-9]*) die "BENCH_SCALE_KEYS must be a whole number";; esac
+case "$SCALE_LOCKS" in ''|*[!0-9]*|0) die "BENCH_SCALE_LOCKS must be >= 1";; esac
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/fencegate-bench.XXXXXX")
 pids=()
@@ -136,16 +154,17 @@ proc_pids() { # target -> PIDs whose CPU time counts for it (nginx: + workers)
 	echo "$main"
 	case "$1" in direct|nginx) cat "/proc/$main/task/$main/children" 2>/dev/null || true ;; esac
 }
-cpu_ticks() { # target -> utime+stime of its processes, in clock ticks
-	local total=0 pid f
+cpu_ticks() { # target -> "utime stime" of its processes, in clock ticks
+	local user=0 sys=0 pid f
 	for pid in $(proc_pids "$1"); do
 		f=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
 		f=${f##*) }
 		read -r -a fs <<<"$f"
 		# after "pid (comm) ": state is fs[0]; utime is stat field 14 -> fs[11]
-		total=$((total + fs[11] + fs[12]))
+		user=$((user + fs[11]))
+		sys=$((sys + fs[12]))
 	done
-	echo "$total"
+	echo "$user $sys"
 }
 status_kb() { # pid field -> kB
 	awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status" 2>/dev/null || echo 0
@@ -166,6 +185,11 @@ case_env() {
 	put1k) echo "PUT /$BUCKET/k/obj- 1024 $EPOCH" ;;
 	put64k) echo "PUT /$BUCKET/k/obj- 65536 $EPOCH" ;;
 	stale) echo "PUT /$BUCKET/k/obj- 1024 $STALE_TOKEN" ;;
+	putnew) echo "PUT /$BUCKET/n/r$wrk_seq-k 1024 $EPOCH" ;;  # every PUT a new key
+	strict) echo "PUT /$BUCKET/s/obj- 1024 $EPOCH" ;;         # the strict route
+	locks) echo "PUT /k/obj- 1024 $EPOCH" ;;                  # bucket lkNNNNN
+	keys) echo "PUT /$BUCKET/n/m- 1024 $EPOCH" ;;             # the many keys
+	pair) echo "PUT /$BUCKET/k/obj- 1024 $EPOCH" ;;           # two replicas at once
 	esac
 }
 
@@ -221,6 +245,7 @@ run_layout() { # one|all
 			"$here/$1" >"$dir/$2"
 	}
 	render upstream.conf.in upstream.conf
+	sed -i -e "s|@LOCK_MTIME@|$lockmtime|g" -e "s|@LOCK_SIZE@|$locksize|g" "$dir/upstream.conf"
 	render nginx-proxy.conf.in nginx-proxy.conf
 	render haproxy.cfg.in haproxy.cfg haproxy "$hap_port"
 	render haproxy.cfg.in haproxy2.cfg haproxy2 "$hap2_port"
@@ -268,7 +293,7 @@ run_layout() { # one|all
 		wait "$!"
 	fi
 	for t in "${targets[@]}"; do
-		for c in get put1k put64k stale; do
+		for c in get put1k put64k stale putnew; do
 			[ "$c" = stale ] && [ "$t" != fencegate ] && continue
 			sanity[$layout.$t.$c]=$(probe_status "$t" "$c" || echo 000)
 		done
@@ -277,13 +302,13 @@ run_layout() { # one|all
 		printf 'sanity (%s), one request each (status):' "$layout"
 		for t in "${targets[@]}"; do
 			printf '\n  %-9s' "$t"
-			for c in get put1k put64k stale; do
+			for c in get put1k put64k stale putnew; do
 				[ -n "${sanity[$layout.$t.$c]:-}" ] && printf ' %s=%s' "$c" "${sanity[$layout.$t.$c]}"
 			done
 		done
 		echo
 	} >&2
-	for c in put1k put64k; do
+	for c in put1k put64k putnew; do
 		case "${sanity[$layout.fencegate.$c]}" in
 		2??) ;;
 		*) note "WARNING: fencegate answers ${sanity[$layout.fencegate.$c]} to a fenced PUT" \
@@ -294,7 +319,11 @@ run_layout() { # one|all
 		note "WARNING: fencegate answers ${sanity[$layout.fencegate.stale]} to a stale PUT, not 409"
 
 	access_log="$dir/upstream-access.log"
-	touch "$access_log"
+	lists_log="$dir/lists.log"
+	touch "$access_log" "$lists_log"
+	# idle memory, before any load: what the connections of the run add
+	rss0_fg=$(status_kb "${pid_of[fencegate]}" VmRSS)
+	rss0_hap=$(status_kb "${pid_of[haproxy]}" VmRSS)
 	local cases_at conns r i order
 	# warm-up: connections, caches (fencegate's per-key ETag cache), page cache
 	for t in "${targets[@]}"; do
@@ -309,6 +338,8 @@ run_layout() { # one|all
 		for conns in $conns_list; do
 			# c=1 only measures latency added: GET and the fenced 1 KiB PUT
 			cases_at="get put1k put64k stale"
+			# write-once keys: the one-core verdict at c=64
+			[ "$layout" = one ] && cases_at+=" putnew"
 			[ "$conns" = 1 ] && cases_at="get put1k"
 			for c in $cases_at; do
 				for t in "${order[@]}"; do
@@ -320,9 +351,9 @@ run_layout() { # one|all
 	done
 	kill -0 "${pid_of[fencegate]}" 2>/dev/null ||
 		note "WARNING: fencegate exited during layout $layout; see $dir/logs/fencegate.log"
-	meta_layouts+=$(printf '%s"%s":{"desc":"%s","threads":%d,"hwm_kb":{"fencegate":%d,"nginx":%d,"haproxy":%d,"haproxy2":%d,"direct":%d}}' \
+	meta_layouts+=$(printf '%s"%s":{"desc":"%s","threads":%d,"hwm_kb":{"fencegate":%d,"nginx":%d,"haproxy":%d,"haproxy2":%d,"direct":%d},"rss0_kb":{"fencegate":%d,"haproxy":%d}}' \
 		"${meta_layouts:+,}" "$layout" "$desc" "$threads" "$(hwm_kb fencegate)" "$(hwm_kb nginx)" \
-		"$(hwm_kb haproxy)" "$(hwm_kb haproxy2)" "$(hwm_kb direct)")
+		"$(hwm_kb haproxy)" "$(hwm_kb haproxy2)" "$(hwm_kb direct)" "$rss0_fg" "$rss0_hap")
 	stop_servers
 }
 
@@ -340,38 +371,68 @@ probe_status() { # target case -> HTTP status of one request
 	fi
 }
 
-log_size() { stat -c %s "$access_log" 2>/dev/null || echo 0; }
+log_size() { stat -c %s "${1:-$access_log}" 2>/dev/null || echo 0; }
+
+# what callers may set around run_wrk: wrk_env (more BENCH_* for wrk.lua),
+# wrk_extra (JSON members added to the result line); wrk_seq numbers runs
+wrk_env=()
+wrk_extra=""
+wrk_seq=0
 
 run_wrk() { # layout target case conns seconds round ('warm' = not recorded)
 	local layout=$1 t=$2 c=$3 conns=$4 secs=$5 round=$6
-	local method path bytes token port out json cpu0 cpu1 off0 upstream counted pin=()
+	local method path bytes token port out json cpu0 cpu1 off0 loff0 upstream lists counted
+	local keys=256 pin=() u0 s0 u1 s1
+	wrk_seq=$((wrk_seq + 1))
 	read -r method path bytes token <<<"$(case_env "$c")"
 	port=${port_of[$t]}
 	[ "$layout" = one ] && pin=(taskset -c "${cpus[0]}")
+	case "$c" in putnew|keys) keys=0 ;; locks) keys=1 ;; esac
 	counted=0
-	case "$c" in put*|stale) [ "$round" != warm ] && counted=1 ;; esac
-	# the stand-in flushes its access log every 100 ms
+	case "$c" in put*|stale|strict|locks|keys|pair) [ "$round" != warm ] && counted=1 ;; esac
+	# the stand-in flushes its access logs every 100 ms
 	[ "$counted" = 1 ] && sleep 0.3
 	off0=$(log_size)
-	cpu0=$(cpu_ticks "$t")
-	out=$(BENCH_METHOD=$method BENCH_PATH=$path BENCH_BYTES=$bytes BENCH_TOKEN=$token \
-		BENCH_KEYS=256 "${pin[@]}" wrk -t1 -c"$conns" -d"${secs}s" --timeout 5s \
-		--latency -s "$here/wrk.lua" "http://127.0.0.1:$port" 2>&1) || {
+	loff0=$(log_size "$lists_log")
+	read -r u0 s0 <<<"$(cpu_ticks "$t")"
+	# in the background: a run with BENCH_STOP ends when wrk.lua says so
+	local wf="$work/wrk-$BASHPID-$wrk_seq" wpid rc=0
+	rm -f "$wf.stop"
+	env BENCH_METHOD="$method" BENCH_PATH="$path" BENCH_BYTES="$bytes" \
+		BENCH_TOKEN="$token" BENCH_KEYS="$keys" BENCH_STOP_FILE="$wf.stop" \
+		"${wrk_env[@]}" "${pin[@]}" wrk -t1 -c"$conns" -d"${secs}s" --timeout 5s \
+		--latency -s "$here/wrk.lua" "http://127.0.0.1:$port" >"$wf.out" 2>&1 &
+	wpid=$!
+	case " ${wrk_env[*]} " in
+	*" BENCH_STOP="*)
+		while kill -0 "$wpid" 2>/dev/null && [ ! -e "$wf.stop" ]; do
+			sleep 0.05
+		done
+		kill -INT "$wpid" 2>/dev/null || true
+		;;
+	esac
+	wait "$wpid" || rc=$?
+	out=$(cat "$wf.out")
+	rm -f "$wf.out" "$wf.stop"
+	[ "$rc" = 0 ] || {
 		note "wrk failed against $t ($c, c=$conns):"
 		echo "$out" >&2
 		return 0
 	}
-	cpu1=$(cpu_ticks "$t")
+	read -r u1 s1 <<<"$(cpu_ticks "$t")"
 	[ "$round" = warm ] && return 0
 	upstream=0
+	lists=0
 	if [ "$counted" = 1 ]; then
 		sleep 0.3
 		upstream=$(tail -c +"$((off0 + 1))" "$access_log" | wc -l)
+		lists=$(tail -c +"$((loff0 + 1))" "$lists_log" | wc -l)
 	fi
 	json=$(echo "$out" | sed -n 's/^BENCHJSON //p')
 	[ -n "$json" ] || { note "no summary from wrk ($t $c c=$conns):"; echo "$out" >&2; return 0; }
-	printf '{"layout":"%s","target":"%s","case":"%s","conns":%d,"round":%d,"cpu_ticks":%d,"clk_tck":%d,"upstream_data_requests":%d,"wrk":%s}\n' \
-		"$layout" "$t" "$c" "$conns" "$round" "$((cpu1 - cpu0))" "$clk_tck" "$upstream" "$json" >>"$results"
+	printf '{"layout":"%s","target":"%s","case":"%s","conns":%d,"round":%d,"cpu_ticks":%d,"cpu_user_ticks":%d,"cpu_sys_ticks":%d,"clk_tck":%d,"upstream_data_requests":%d,"upstream_list_requests":%d%s,"wrk":%s}\n' \
+		"$layout" "$t" "$c" "$conns" "$round" "$((u1 + s1 - u0 - s0))" "$((u1 - u0))" \
+		"$((s1 - s0))" "$clk_tck" "$upstream" "$lists" "$wrk_extra" "$json" >>"$results"
 	printf '  %s round %d  %-9s %-6s c=%-3d %s\n' "$layout" "$round" "$t" "$c" "$conns" \
 		"$(echo "$out" | awk '/Requests\/sec/ {print $2 " req/s"}')" >&2
 }
@@ -379,14 +440,23 @@ run_wrk() { # layout target case conns seconds round ('warm' = not recorded)
 nruns=0
 for layout in $LAYOUTS; do
 	case "$layout" in
-	one) nruns=$(( nruns + ROUNDS * (4 * 3 + 1 + 5 * 2) )) ;;
+	one) nruns=$(( nruns + ROUNDS * (5 * 4 + 1 + 5 * 2) )) ;;
 	all) nruns=$(( nruns + ROUNDS * (5 * 3 + 1) )) ;;
+	scale) nruns=$(( nruns + ROUNDS * 10 )) ;;
 	none) ;;
-	*) die "unknown layout '$layout' (one, all)" ;;
+	*) die "unknown layout '$layout' (one, all, scale)" ;;
 	esac
 done
-note "$ROUNDS rounds, $nruns runs of ${SECONDS_PER_RUN}s (about $(( nruns * (SECONDS_PER_RUN + 1) / 60 + 2 )) min)"
-for layout in $LAYOUTS; do [ "$layout" = none ] || run_layout "$layout"; done
+note "$ROUNDS rounds, $nruns runs of ${SECONDS_PER_RUN}s (about $(( nruns * (SECONDS_PER_RUN + 1) / 60 + 2 )) min," \
+	"plus the scale rows' ${SCALE_KEYS} keys and ${SCALE_LOCKS} locks)"
+. "$here/scale.sh"
+for layout in $LAYOUTS; do
+	case "$layout" in
+	none) ;;
+	scale) run_scale ;;
+	*) run_layout "$layout" ;;
+	esac
+done
 
 # memory: RSS growth of one large upload, S3 mode and embedded store ----------------
 big_json=""
@@ -397,8 +467,8 @@ if [ "$BIG_MIB" -gt 0 ]; then
 fi
 
 meta="$work/meta.json"
-printf '{"big_mib":%d,"seconds":%d,"rounds":%d,"epoch":%d,"stale_token":%d,"nproc":%d,"fencegate":"%s","workers_flag":%d,"layouts":{%s},"big":{%s}}\n' \
-	"$BIG_MIB" "$SECONDS_PER_RUN" "$ROUNDS" "$EPOCH" "$STALE_TOKEN" "$ncpu" \
+printf '{"big_mib":%d,"seconds":%d,"rounds":%d,"quick":%d,"scale_keys":%d,"scale_locks":%d,"epoch":%d,"stale_token":%d,"nproc":%d,"fencegate":"%s","workers_flag":%d,"layouts":{%s},"big":{%s}}\n' \
+	"$BIG_MIB" "$SECONDS_PER_RUN" "$ROUNDS" "$QUICK" "$SCALE_KEYS" "$SCALE_LOCKS" "$EPOCH" "$STALE_TOKEN" "$ncpu" \
 	"$("$fencegate" --version 2>/dev/null | head -n1)" "$fg_workers_flag" "$meta_layouts" \
 	"$big_json" >"$meta"
 python3 "$here/report.py" "$results" "$meta"

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -205,6 +206,96 @@ static void test_each(void **state)
 	assert_int_equal(metrics_each(hist, collect_series, &seen), -1);
 	assert_int_equal(metrics_each(NULL, collect_series, &seen), -1);
 	assert_int_equal(seen.n, 2);
+	metrics_free(m);
+}
+
+/* ---- per-thread cells, summed on read ---------------------------------- */
+
+#define ADDER_ROUNDS 2000
+
+struct adder {
+	struct metrics_family *c, *g, *h;
+	pthread_barrier_t *start;
+};
+
+static void *adder_run(void *arg)
+{
+	struct adder *a = arg;
+	const char *put[] = { "PUT", "forward" }, *get[] = { "GET", "read_pass" };
+
+	pthread_barrier_wait(a->start);
+	for (int i = 0; i < ADDER_ROUNDS; i++) {
+		metrics_add(a->c, put, 1);
+		metrics_add(a->c, (i & 1) ? get : put, 0.5);
+		metrics_add(a->g, NULL, (i & 1) ? -1 : 1);
+		metrics_observe(a->h, NULL, (i % 4) ? 0.25 : 2);
+	}
+	return NULL;
+}
+
+/* Threads, more than METRICS_SHARDS_MAX of them (the last ones share one
+ * set of cells through atomic operations), update the same series at once
+ * while the main thread renders: every add and observation is in the
+ * total, nothing twice; a set afterwards makes the value read as set, and
+ * later adds count on top of it. */
+static void test_threads_sum(void **state)
+{
+	static const char *const labels[] = { "method", "outcome" };
+	static const double bounds[] = { 0.5, 1 };
+	enum { NTHREADS = METRICS_SHARDS_MAX + 6 };
+	struct metrics *m = metrics_new();
+	struct adder a;
+	pthread_t th[NTHREADS];
+	pthread_barrier_t start;
+	char expect[512], *out;
+	int i;
+
+	(void)state;
+	a.c = metrics_register(m, METRICS_COUNTER, "t_total", "T.", 2, labels, NULL, 0);
+	a.g = metrics_register(m, METRICS_GAUGE, "t_gauge", "G.", 0, NULL, NULL, 0);
+	a.h = metrics_register(m, METRICS_HISTOGRAM, "t_seconds", "H.", 0, NULL, bounds, 2);
+	assert_non_null(a.c);
+	assert_non_null(a.g);
+	assert_non_null(a.h);
+	a.start = &start;
+	assert_int_equal(pthread_barrier_init(&start, NULL, NTHREADS + 1), 0);
+	for (i = 0; i < NTHREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, adder_run, &a), 0);
+	pthread_barrier_wait(&start);
+	for (i = 0; i < 20; i++) /* renders racing with the adds */
+		free(metrics_render(m, NULL));
+	for (i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&start);
+	out = metrics_render(m, NULL);
+	assert_non_null(out);
+	snprintf(expect, sizeof(expect),
+		 "t_total{method=\"PUT\",outcome=\"forward\"} %d\n"
+		 "t_total{method=\"GET\",outcome=\"read_pass\"} %d\n",
+		 NTHREADS * ADDER_ROUNDS * 5 / 4, NTHREADS * ADDER_ROUNDS / 4);
+	assert_non_null(strstr(out, expect));
+	assert_non_null(strstr(out, "\nt_gauge 0\n"));
+	snprintf(expect, sizeof(expect),
+		 "t_seconds_bucket{le=\"0.5\"} %d\n"
+		 "t_seconds_bucket{le=\"1\"} %d\n"
+		 "t_seconds_bucket{le=\"+Inf\"} %d\n"
+		 "t_seconds_sum %d\n"
+		 "t_seconds_count %d\n",
+		 NTHREADS * ADDER_ROUNDS * 3 / 4, NTHREADS * ADDER_ROUNDS * 3 / 4,
+		 NTHREADS * ADDER_ROUNDS,
+		 NTHREADS * ADDER_ROUNDS / 4 * 2 + NTHREADS * ADDER_ROUNDS * 3 / 4 / 4,
+		 NTHREADS * ADDER_ROUNDS);
+	assert_non_null(strstr(out, expect));
+	free(out);
+	/* a set reads as set whatever the threads added; adds then count on it */
+	assert_int_equal(metrics_add(a.g, NULL, 5), 0);
+	assert_int_equal(metrics_set(a.g, NULL, 42), 0);
+	assert_int_equal(metrics_add(a.g, NULL, 1), 0);
+	out = metrics_render(m, NULL);
+	assert_non_null(strstr(out, "\nt_gauge 43\n"));
+	free(out);
+	/* a counter mirrored by set never goes below its adds */
+	assert_int_equal(metrics_set(a.c, (const char *[]){ "PUT", "forward" }, 1), -1);
 	metrics_free(m);
 }
 
@@ -481,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_uses),
 		cmocka_unit_test(test_series_cap),
 		cmocka_unit_test(test_each),
+		cmocka_unit_test(test_threads_sum),
 		cmocka_unit_test(test_fencegate_families),
 		cmocka_unit_test(test_s3err_xml),
 		cmocka_unit_test(test_s3err_xml_long),

@@ -128,10 +128,23 @@ static void check_header_signing(const struct sigv4_request *req,
 	assert_string_equal(sig, want->signature);
 	assert_true(sigv4_signature_equal(sig, want->signature));
 	if (want->authz) {
+		struct sigv4_signer *signer = sigv4_signer_new(cred, region, service);
+		char buf[2048];
+		int round;
+
 		authz = sigv4_authorization(req, cred, region, service, amz_date);
 		assert_non_null(authz);
 		assert_string_equal(authz, want->authz);
 		free(authz);
+		/* the signer: the day's key derived at the first call, then kept */
+		assert_non_null(signer);
+		for (round = 0; round < 2; round++) {
+			assert_int_equal(sigv4_signer_authorization(signer, req, amz_date, buf,
+								    sizeof(buf)),
+					 strlen(want->authz));
+			assert_string_equal(buf, want->authz);
+		}
+		sigv4_signer_free(signer);
 	}
 	free(creq);
 	free(signed_list);

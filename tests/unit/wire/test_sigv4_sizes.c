@@ -1,12 +1,17 @@
-/* test_sigv4_sizes.c — sigv4_authorization (stack buffers, cached HMAC
- * states, the string to sign fed to the MAC piecewise) against an
+/* test_sigv4_sizes.c — sigv4_authorization and struct sigv4_signer (stack
+ * buffers, the per-thread and per-signer caches of derived keys with their
+ * HMAC states, the string to sign fed to the MAC piecewise) against an
  * independent reference, across the sizes where its buffers spill to the
  * heap or its key cache is bypassed: long paths, many or long headers, a
  * long signed-header list, long regions and services, secrets around and
  * beyond one HMAC block. The reference builds the canonical request with
  * sigv4_canonical_request and does the rest with OpenSSL's EVP digest and
- * HMAC() one-shots and snprintf. */
+ * HMAC() one-shots and snprintf. The same answers must come from several
+ * threads at once (each with a cache of its own) and across a change of
+ * day. */
 #include "sigv4_test.h"
+
+#include <pthread.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -113,7 +118,8 @@ static void check_case(const struct size_case *c)
 	char *path, *region, *service, *secret;
 	struct sigv4_credentials cred;
 	struct sigv4_request req;
-	size_t i, d, round;
+	struct sigv4_signer *signer;
+	size_t i, d;
 
 	assert_true(c->nheaders <= MAX_CASE_HEADERS);
 	path = c->path_len ? filled(c->path_len, "/abc-%20~xyz09", 0) : strdup("/b/k");
@@ -142,21 +148,32 @@ static void check_case(const struct size_case *c)
 		.payload_hash = SIGV4_UNSIGNED, .s3 = 1,
 	};
 	cred = (struct sigv4_credentials){ "AKIDEXAMPLE", secret, NULL };
-	/* each date twice: a key-cache miss, then a hit */
-	for (d = 0; d < 2; d++) {
-		for (round = 0; round < 2; round++) {
-			char *want = reference_authorization(&req, &cred, region,
-							     service, dates[d]);
-			char *got = sigv4_authorization(&req, &cred, region, service,
-							dates[d]);
+	signer = sigv4_signer_new(&cred, region, service);
+	assert_non_null(signer);
+	/* each date twice (a key-cache miss, then a hit), then the first day
+	 * again: the signer derives the key at each change of day */
+	for (d = 0; d < 5; d++) {
+		const char *date = dates[d / 2 % 2];
+		char *want = reference_authorization(&req, &cred, region, service, date);
+		char *got = sigv4_authorization(&req, &cred, region, service, date);
+		size_t len = sigv4_signer_authorization(signer, &req, date, NULL, 0);
+		char *sgot = malloc(len + 1);
 
-			if (!got || strcmp(got, want) != 0)
-				fail_msg("%s: got %s, want %s", c->name,
-					 got ? got : "(null)", want);
-			free(got);
-			free(want);
-		}
+		if (!got || strcmp(got, want) != 0)
+			fail_msg("%s: got %s, want %s", c->name, got ? got : "(null)", want);
+		assert_non_null(sgot);
+		assert_int_equal(len, strlen(want));
+		assert_int_equal(sigv4_signer_authorization(signer, &req, date, sgot, len), len);
+		assert_string_equal(sgot, ""); /* one byte short: nothing written */
+		assert_int_equal(sigv4_signer_authorization(signer, &req, date, sgot, len + 1),
+				 len);
+		if (strcmp(sgot, want) != 0)
+			fail_msg("%s: signer got %s, want %s", c->name, sgot, want);
+		free(sgot);
+		free(got);
+		free(want);
 	}
+	sigv4_signer_free(signer);
 	for (i = 0; i < c->nheaders; i++) {
 		free(names[i]);
 		free(values[i]);
@@ -176,10 +193,126 @@ static void test_sizes(void **state)
 		check_case(&size_cases[i]);
 }
 
+/* ---- several threads at once ------------------------------------------- */
+
+#define SIGNERS 4
+#define SIGN_ROUNDS 300
+
+/* Requests that differ in secret, day, region and service: more than a
+ * thread's cache holds, so its entries are replaced as the rounds go. */
+struct thread_case {
+	const char *secret, *date, *region, *service;
+};
+
+static const struct thread_case thread_cases[] = {
+	{ "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830T123600Z", "us-east-1", "service" },
+	{ "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830T123600Z", "us-east-1", "s3" },
+	{ "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150831T000000Z", "us-east-1", "s3" },
+	{ "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830T235959Z", "eu-west-1", "s3" },
+	{ "another-secret", "20150830T123600Z", "us-east-1", "s3" },
+	{ "another-secret", "20261205T235959Z", "us-east-1", "s3" },
+	{ "test", "20261206T000000Z", "us-east-1", "s3" },
+};
+#define NCASES (sizeof(thread_cases) / sizeof(thread_cases[0]))
+
+static const struct sigv4_header thread_headers[] = {
+	{ "Host", "127.0.0.1:9000" }, { "x-amz-date", "set per case" },
+	{ "x-amz-content-sha256", SIGV4_UNSIGNED },
+};
+
+struct signer_thread {
+	char *want[NCASES];
+	int wrong;
+	pthread_barrier_t *start;
+	size_t first;
+};
+
+static struct sigv4_request thread_request(struct sigv4_header h[3], const char *date)
+{
+	memcpy(h, thread_headers, sizeof(thread_headers));
+	h[1].value = date;
+	return (struct sigv4_request){ .method = "PUT", .path = "/bench/k/obj-0001",
+				       .query = "", .headers = h, .nheaders = 3,
+				       .payload_hash = SIGV4_UNSIGNED, .s3 = 1 };
+}
+
+static void *signer_run(void *arg)
+{
+	struct signer_thread *t = arg;
+	struct sigv4_signer *signers[NCASES];
+	char buf[512];
+	size_t r, i;
+
+	for (i = 0; i < NCASES; i++) {
+		struct sigv4_credentials cred = { "AKIDEXAMPLE", thread_cases[i].secret, NULL };
+
+		signers[i] = sigv4_signer_new(&cred, thread_cases[i].region,
+					      thread_cases[i].service);
+	}
+	pthread_barrier_wait(t->start);
+	for (r = 0; r < SIGN_ROUNDS; r++) {
+		const struct thread_case *c;
+		struct sigv4_header h[3];
+		struct sigv4_request req;
+		struct sigv4_credentials cred;
+		char *got;
+
+		i = (t->first + r * 3) % NCASES; /* each thread its own order */
+		c = &thread_cases[i];
+		req = thread_request(h, c->date);
+		cred = (struct sigv4_credentials){ "AKIDEXAMPLE", c->secret, NULL };
+		got = sigv4_authorization(&req, &cred, c->region, c->service, c->date);
+		t->wrong += !got || strcmp(got, t->want[i]) != 0;
+		free(got);
+		t->wrong += !signers[i] ||
+			    sigv4_signer_authorization(signers[i], &req, c->date, buf,
+						       sizeof(buf)) != strlen(t->want[i]) ||
+			    strcmp(buf, t->want[i]) != 0;
+	}
+	for (i = 0; i < NCASES; i++)
+		sigv4_signer_free(signers[i]);
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct signer_thread t[SIGNERS];
+	pthread_t th[SIGNERS];
+	pthread_barrier_t start;
+	char *want[NCASES];
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < NCASES; i++) {
+		struct sigv4_header h[3];
+		struct sigv4_request req = thread_request(h, thread_cases[i].date);
+		struct sigv4_credentials cred = { "AKIDEXAMPLE", thread_cases[i].secret, NULL };
+
+		want[i] = reference_authorization(&req, &cred, thread_cases[i].region,
+						  thread_cases[i].service, thread_cases[i].date);
+	}
+	assert_int_equal(pthread_barrier_init(&start, NULL, SIGNERS), 0);
+	for (k = 0; k < SIGNERS; k++) {
+		memcpy(t[k].want, want, sizeof(want));
+		t[k].wrong = 0;
+		t[k].start = &start;
+		t[k].first = k;
+		assert_int_equal(pthread_create(&th[k], NULL, signer_run, &t[k]), 0);
+	}
+	for (k = 0; k < SIGNERS; k++) {
+		pthread_join(th[k], NULL);
+		assert_int_equal(t[k].wrong, 0);
+	}
+	pthread_barrier_destroy(&start);
+	for (i = 0; i < NCASES; i++)
+		free(want[i]);
+}
+
 int main(void)
 {
 	static const struct CMUnitTest size_tests[] = {
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_threads),
 	};
 
 	return cmocka_run_group_tests_name("sigv4_sizes", size_tests, NULL, NULL);
