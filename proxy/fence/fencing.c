@@ -512,11 +512,8 @@ struct fencing *fencing_new(const struct fencing_config *cfg, char *err, size_t 
 	f->tstores = calloc((size_t)f->nthreads * TSTORES_PER_THREAD, sizeof(*f->tstores));
 	if (!f->objects || !f->uploads || !f->tstores)
 		goto nomem;
-	if (f->metrics)
-		f->upstream_requests = metrics_register(
-			f->metrics->registry, METRICS_COUNTER, "fencegate_upstream_requests_total",
-			"Requests the proxy sent upstream (forwards, re-sends, HEADs, lock writes)",
-			1, (const char *[]){ "kind" }, NULL, 0);
+	if (f->metrics) /* one family for every worker: registered once, in metrics.c */
+		f->upstream_requests = f->metrics->upstream_requests;
 	return f;
 nomem:
 	snprintf(err, errlen, "out of memory");

@@ -686,6 +686,10 @@ int fencegate_metrics_init(struct fencegate_metrics *fm)
 	fm->rejections = metrics_register(r, METRICS_COUNTER, "fencegate_rejections_total",
 					  "Requests refused by the proxy, by error code.",
 					  1, code, NULL, 0);
+	fm->upstream_requests = metrics_register(
+		r, METRICS_COUNTER, "fencegate_upstream_requests_total",
+		"Requests the proxy sent upstream (forwards, re-sends, HEADs, lock writes)",
+		1, (const char *[]){ "kind" }, NULL, 0);
 	fm->in_flight = metrics_register(r, METRICS_GAUGE, "fencegate_in_flight_requests",
 					 "Requests being processed now.", 0, NULL, NULL, 0);
 	fm->lock_epoch = metrics_register(r, METRICS_GAUGE, "fencegate_lock_current_epoch",

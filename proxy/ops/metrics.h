@@ -83,6 +83,7 @@ struct fencegate_metrics {
 	struct metrics *registry;
 	struct metrics_family *requests;         /* fencegate_requests_total{method,outcome} */
 	struct metrics_family *rejections;       /* fencegate_rejections_total{code} */
+	struct metrics_family *upstream_requests; /* fencegate_upstream_requests_total{kind} */
 	struct metrics_family *in_flight;        /* fencegate_in_flight_requests */
 	struct metrics_family *lock_epoch;       /* fencegate_lock_current_epoch{lock} */
 	struct metrics_family *upstream_latency; /* fencegate_upstream_latency_seconds */

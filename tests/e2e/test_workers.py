@@ -123,6 +123,12 @@ def test_take_over_s3():
             return s3.get_object(Bucket="wbucket-s3", Key=key)["Body"].read()
 
         check_take_over(g.port, "wbucket-s3", read_back)
+        # every worker's forwarded writes are in the one counter (each
+        # worker once registered its own family: only the first counted)
+        _, body = request(g.port, "GET", "/_fence/metrics")
+        writes = [float(ln.split()[1]) for ln in body.decode().splitlines()
+                  if ln.startswith('fencegate_upstream_requests_total{kind="write"}')]
+        assert writes and writes[0] >= 2 * CONNS, (writes, body)
     finally:
         if g:
             assert g.close() == 0
