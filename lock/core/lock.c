@@ -184,6 +184,11 @@ nomem:
 	return NULL;
 }
 
+void lock_set_store(struct lock *lk, struct store *st)
+{
+	lk->st = st;
+}
+
 void lock_close(struct lock *lk)
 {
 	if (!lk)

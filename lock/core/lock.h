@@ -151,6 +151,12 @@ struct lock *lock_open(struct store *st, const char *name,
 		       const struct lock_options *opts, char *err, size_t errlen);
 void lock_close(struct lock *lk); /* accepts NULL */
 
+/* The store lk uses from now on (not owned, as in lock_open): a caller that
+ * closes idle stores to bound its descriptors reopens one and hands it
+ * over. Everything lk knows (the latest epoch, the mark, the floor) stays.
+ * NULL until the next call: lk must not be used meanwhile. */
+void lock_set_store(struct lock *lk, struct store *st);
+
 const char *lock_name(const struct lock *lk);
 const char *lock_prefix(const struct lock *lk);
 

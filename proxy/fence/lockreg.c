@@ -52,6 +52,9 @@ struct lockreg {
 	struct lockreg_entry *table[LOCKREG_HASH_SIZE]; /* chained by hnext */
 	struct lockreg_entry *first, *last;
 	size_t count;
+	/* entries whose store is open, most recently used first (loop thread) */
+	struct lockreg_entry *lru_head, *lru_tail;
+	size_t open_stores;
 	struct event *refresh_ev;
 };
 
@@ -466,6 +469,8 @@ static void ensure_open(struct lockreg_entry *e, struct lockreg_io *io, char *er
 			io->err = err;
 			return;
 		}
+		if (e->lk) /* closed while idle (stores_after_op): what it knows stays */
+			lock_set_store(e->lk, e->st);
 	}
 	if (!e->lk) {
 		memset(&lo, 0, sizeof(lo));
@@ -512,12 +517,68 @@ bool lockreg_bucket_missing(struct store *st)
 	return missing;
 }
 
+/* ---- open stores: at most LOCKREG_OPEN_STORES between operations ------- */
+
+static void lru_unlink(struct lockreg *r, struct lockreg_entry *e)
+{
+	if (!e->st_listed)
+		return;
+	if (e->lru_prev)
+		e->lru_prev->lru_next = e->lru_next;
+	else
+		r->lru_head = e->lru_next;
+	if (e->lru_next)
+		e->lru_next->lru_prev = e->lru_prev;
+	else
+		r->lru_tail = e->lru_prev;
+	e->lru_prev = e->lru_next = NULL;
+	e->st_listed = false;
+	r->open_stores--;
+}
+
+/* After an operation on e (loop thread, e idle): e's store, if open, is
+ * the most recently used; then the least recently used idle stores past
+ * the bound are closed. A busy entry's or one with queued operations is
+ * skipped: its job may be using the store on a worker thread. */
+static void stores_after_op(struct lockreg *r, struct lockreg_entry *e)
+{
+	struct lockreg_entry *v, *prev;
+
+	lru_unlink(r, e);
+	if (e->st) {
+		e->lru_next = r->lru_head;
+		if (r->lru_head)
+			r->lru_head->lru_prev = e;
+		else
+			r->lru_tail = e;
+		r->lru_head = e;
+		e->st_listed = true;
+		r->open_stores++;
+	}
+	for (v = r->lru_tail; v && r->open_stores > LOCKREG_OPEN_STORES; v = prev) {
+		prev = v->lru_prev;
+		if (v->busy || v->ops_head)
+			continue;
+		lru_unlink(r, v);
+		if (v->lk)
+			lock_set_store(v->lk, NULL);
+		store_close(v->st);
+		v->st = NULL;
+	}
+}
+
+size_t lockreg_open_stores(const struct lockreg *r)
+{
+	return r->open_stores;
+}
+
 static void op_done(void *arg)
 {
 	struct lockreg_op *op = arg;
 	struct lockreg_entry *e = op->e;
 
 	e->busy = false;
+	stores_after_op(e->reg, e);
 	if (op->done)
 		op->done(e, op->arg);
 	free(op);

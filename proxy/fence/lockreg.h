@@ -47,6 +47,11 @@
 				  * included: past it the store call fails as
 				  * unknown, so a silent store holds no write
 				  * (a renewal keeps its own, earlier deadline) */
+#define LOCKREG_OPEN_STORES 64  /* locks whose store stays open between
+				  * operations, per registry (an S3 store holds
+				  * about 3 descriptors and 30 KiB): past it
+				  * the least recently used idle one is closed
+				  * and reopened at its next operation */
 #define LOCKREG_FULL (-2)        /* lockreg_submit / _when_*: the lock's queue
 				  * is at LOCKREG_QUEUE_MAX (answer 503 SlowDown) */
 
@@ -129,8 +134,12 @@ struct lockreg_entry {
 	bool tested;                 /* self-test passed (worker-side flag) */
 	uint64_t mark_synced;        /* worker-side: the store's epoch mark was
 				      * checked to be at least this */
-	struct store *st;            /* used by one job at a time */
+	struct store *st;            /* used by one job at a time; closed
+				      * while idle past LOCKREG_OPEN_STORES */
 	struct lock *lk;
+	bool st_listed;              /* loop thread: in the registry's list of
+				      * open stores (lru_prev/lru_next) */
+	struct lockreg_entry *lru_prev, *lru_next;
 	struct lockmark *mark;       /* shared C (lockmarks.h), or NULL */
 };
 
@@ -210,6 +219,10 @@ int lockreg_url_in_bucket(const char *store_url, const char *bucket);
  * so that listing the locks gives the same names on every worker (their C
  * is the shared mark). No-op without shared marks or with a lock store. */
 void lockreg_adopt_shared(struct lockreg *r);
+
+/* Entries whose store is open between operations (LOCKREG_OPEN_STORES at
+ * most, after each operation). Loop thread. */
+size_t lockreg_open_stores(const struct lockreg *r);
 
 /* Entries in creation order: first, then e->next. */
 struct lockreg_entry *lockreg_first(struct lockreg *r);

@@ -7,7 +7,9 @@
  * for a write, however long the lock was idle (issue 7, item 1: an idle
  * lock was decided on its old high-water mark); writes that wait together
  * share one load; a wait for a newer epoch never joins a load that may
- * have listed before it. */
+ * have listed before it; with more locks than LOCKREG_OPEN_STORES, idle
+ * stores are closed (descriptors stay bounded) and a closed one's lock
+ * still learns a new epoch when it is next loaded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -257,6 +259,44 @@ static void test_waiting_is_bounded(void **state)
 	free(ws);
 }
 
+/* Issue 26: 10,000 locks ran the process out of descriptors (each kept its
+ * store open). More locks than LOCKREG_OPEN_STORES: the open ones stay
+ * bounded, and the least recently used lock, its store closed, reopens it
+ * at its next load and sees an epoch minted meanwhile. */
+static void test_open_stores_bounded(void **state)
+{
+	struct world *w = *state;
+	enum { N = LOCKREG_OPEN_STORES + 36 };
+	struct wait ws[N], *all[N];
+	char name[16], dir[128];
+	const char *why = NULL;
+
+	memset(ws, 0, sizeof(ws));
+	assert_int_equal(load(w), 0); /* bkt: the least recently used */
+	assert_non_null(w->e->st);
+	for (int i = 0; i < N; i++) {
+		struct lockreg_entry *e;
+
+		snprintf(name, sizeof(name), "b%03d", i);
+		snprintf(dir, sizeof(dir), "%s/%s", w->dir, name);
+		assert_int_equal(mkdir(dir, 0700), 0);
+		e = lockreg_get(w->reg, name, name, 1, &why);
+		assert_non_null(e);
+		all[i] = &ws[i];
+		assert_int_equal(lockreg_when_current(w->reg, e, true, waited, &ws[i]), 0);
+	}
+	run_until(w, all, N);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(ws[i].ok, 1);
+	assert_true(lockreg_open_stores(w->reg) <= LOCKREG_OPEN_STORES);
+	assert_null(w->e->st); /* closed while idle */
+	acquire(w, 1);
+	nap_ms(REFRESH_MS + 50);
+	assert_int_equal(load(w), 1);
+	assert_non_null(w->e->st);
+	assert_true(lockreg_open_stores(w->reg) <= LOCKREG_OPEN_STORES);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +305,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_newer_epoch_waits_for_a_later_load, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_waiting_is_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_stores_bounded, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
