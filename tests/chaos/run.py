@@ -243,6 +243,8 @@ def main():
     p.add_argument("--out", help="keep the run directory (histories, logs) here")
     p.add_argument("--show", type=int, default=20, help="violations printed in full")
     p.add_argument("--no-netns", action="store_true")
+    p.add_argument("--max-seconds", type=float, default=6 * 3600,
+                   help="start no trial after this long (the report says how many ran)")
     args = p.parse_args()
     kinds = [k for k in args.types.split(",") if k]
     bad = [k for k in kinds if k not in faults.BY_NAME]
@@ -250,7 +252,7 @@ def main():
         p.error("unknown fault types: %s" % ", ".join(bad))
     # each worker outlives the campaign's worst case, never by much
     per_lane = args.trials * 3 * 6.0 / args.lanes + args.trials * 6 * 2.5
-    args.worker_seconds = min(7200, 60 + per_lane)
+    args.worker_seconds = 120 + min(per_lane, args.max_seconds)
     problems = checker.selftest()
     if problems:
         print("chaos: the checker's self-test failed: %s" % problems)
@@ -271,6 +273,7 @@ def main():
         if "partition" in kinds and cl.partitionable() is None:
             skipped["partition"] = "no network namespace (needs root and ip netns)"
         trials = Trials()
+        stop_at = time.monotonic() + args.max_seconds
         wk = [k for k in kinds if k in faults.WORKER_FAULTS]
         ck = [k for k in kinds if k in faults.CLUSTER_FAULTS and k not in skipped]
         plan = schedule(wk, args.trials, rng)
@@ -281,13 +284,20 @@ def main():
 
             def lane_loop(lane=lane, mine=mine, lrng=lrng):
                 for k in mine:
+                    if time.monotonic() > stop_at:
+                        return
                     trials.run(k, lane, lane.bucket, lrng)
                     time.sleep(lrng.uniform(0.05, 0.3))
             threads.append(threading.Thread(target=lane_loop, daemon=True))
         crng = random.Random("%d-c" % args.seed)
 
         def cluster_loop():
-            for k in schedule(ck, args.trials, crng):
+            for n, k in enumerate(schedule(ck, args.trials, crng)):
+                if time.monotonic() > stop_at:
+                    return
+                if n % 100 == 99:
+                    print("chaos: %.0f s, %d trials done" % (time.monotonic() - t_start,
+                                                            len(trials.done)), flush=True)
                 trials.run(k, cl, None, crng)
                 time.sleep(crng.uniform(0.05, 0.3))
         threads.append(threading.Thread(target=cluster_loop, daemon=True))
@@ -295,7 +305,7 @@ def main():
         for t in threads:
             t.start()
         for t in threads:
-            t.join(args.worker_seconds)
+            t.join(max(1.0, stop_at + 60 - time.monotonic()))
         time.sleep(1.0)
         for lane in lanes:
             lane.close()
