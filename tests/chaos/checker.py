@@ -60,8 +60,10 @@ def writes_of(events):
         if ev["type"] == "invoke":
             ws[ev["id"]] = {"id": ev["id"], "key": ev["key"], "epoch": ev["epoch"],
                             "prev": ev.get("prev"), "w": ev["w"], "lane": ev["w"].split("/")[0],
-                            "t_inv": ev["t"], "t_done": INF, "type": "unknown",
-                            "status": 0, "code": None}
+                            "t_inv": ev["t"], "t_sent": ev["t"], "t_done": INF,
+                            "type": "unknown", "status": 0, "code": None}
+        elif ev["type"] == "sent" and ev["id"] in ws:
+            ws[ev["id"]]["t_sent"] = ev["t"]
         elif ev["id"] in ws:
             ws[ev["id"]].update(type=ev["type"], t_done=ev["t"], status=ev.get("status") or 0,
                                 code=ev.get("code"))
@@ -182,19 +184,21 @@ def check_keys(ws, finals, grants, window):
                 out.append(_v("zombie", q["t_inv"], lane, "%s %s: %s applied after %s"
                               % (lane, key, _desc(q), _desc(p)), q["id"]))
         in_chain = {w["id"] for w in chain}
-        by_prev = {w["prev"]: w for w in chain}
         for w in mine.values():
             if w["type"] != "ok" or w["id"] in in_chain:
                 continue
-            o = by_prev.get(w["prev"])
-            g = granted_at.get((lane, o["epoch"])) if o else None
-            if o is not None and o["epoch"] > w["epoch"] and g is not None and \
-                    w["t_inv"] <= g + window:
+            # the chain writes that may have overwritten w without reading
+            # it: applied after w was sent, read before w was acknowledged
+            over = [o for o in chain if o["t_done"] > w["t_inv"] and
+                    o["t_inv"] < w["t_done"]]
+            if any(o["epoch"] > w["epoch"] and w["t_sent"] <=
+                   granted_at.get((lane, o["epoch"]), -INF) + window for o in over):
                 in_flight += 1
                 continue
             out.append(_v("lost", w["t_inv"], lane, "%s %s: acknowledged %s is lost%s"
                           % (lane, key, _desc(w), " (overwritten by %s, which did not read "
-                                                  "it)" % _desc(o) if o else ""), w["id"]))
+                                                  "it)" % _desc(over[0]) if over else ""),
+                          w["id"]))
         hc = [{"id": w["id"], "key": key, "epoch": w["epoch"], "replica": "?",
                "t_inv": w["t_inv"], "t_done": w["t_done"], "status": 200 if w["type"] == "ok"
                else 0} for w in mine.values() if w["type"] == "ok"]

@@ -7,8 +7,9 @@ objects of its lane's bucket, through a random fencegate replica.
 Each cycle: acquire the lane's lock (ttl TTL, through replica R), keep it
 renewed, and 1 to STEPS times read a counter key and put back n+1 with the token
 on (lock.attach), then release. Every operation is appended to the history
-file as one JSON line, invoke and then ok / fail (definitely not applied) /
-unknown (maybe applied), with epoch, key, value, ids and times: `t` is the
+file as one JSON line, invoke, sent (a write passed the client's lease
+check and leaves) and then ok / fail (definitely not applied) / unknown
+(maybe applied), with epoch, key, value, ids and times: `t` is the
 real CLOCK_MONOTONIC and `wall` the real CLOCK_REALTIME read by the raw
 system call, so a worker under faketime records true times while its lock
 client lives by the skewed clock. Lock calls are recorded by wrapping the
@@ -132,6 +133,7 @@ class Worker:
         self.running = not a.idle
         self.deadline = time.monotonic() + a.seconds
         self.clients = {}
+        self.cur = None               # (id, key, epoch) of the write being sent
         for url in [a.storage] if a.unfenced else a.replicas:
             self.client(url)          # before any lease: creating one takes seconds
         self.woken = threading.Event()
@@ -153,8 +155,18 @@ class Worker:
 
     def client(self, url):
         if url not in self.clients:
-            self.clients[url] = s3_client(url)
+            c = s3_client(url)
+            # after lock.attach's lease check (register_last): when the
+            # write leaves, at the latest; the checker's bound on when a
+            # replica decided it
+            c.meta.events.register_last("before-send.s3", self.sent)
+            self.clients[url] = c
         return self.clients[url]
+
+    def sent(self, request, **_):
+        if self.cur is not None and request.method == "PUT":
+            self.hist.add(op="write", type="sent", id=self.cur[0], key=self.cur[1],
+                          epoch=self.cur[2])
 
     def rmw(self, s3, lock, key, epoch):
         """One read-modify-write of key; False when the cycle should end."""
@@ -177,14 +189,17 @@ class Worker:
                 "w": self.a.name}
         self.hist.add(op="write", type="invoke", key=key, epoch=epoch, value=body["n"],
                       id=wid, prev=doc["id"])
+        self.cur = (wid, key, epoch)
         try:
             s3.put_object(Bucket=b, Key=key, Body=json.dumps(body).encode(),
                           ContentType="application/json")
         except Exception as e:  # noqa: BLE001 - every failure is recorded
+            self.cur = None
             typ, status, code = classify(e)
             self.hist.add(op="write", type=typ, key=key, epoch=epoch, value=body["n"],
                           id=wid, prev=doc["id"], status=status, code=code)
             return False
+        self.cur = None
         self.hist.add(op="write", type="ok", key=key, epoch=epoch, value=body["n"],
                       id=wid, prev=doc["id"], status=200)
         return True
