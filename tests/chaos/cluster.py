@@ -124,8 +124,11 @@ class Replica:
         self.log = os.path.join(run_dir, "replica%d.log" % index)
         self.proc = None
         self.restarts = 0
+        self.closed = False
 
     def start(self, wait=True):
+        if self.closed:
+            raise RuntimeError("replica %d: the cluster is closing" % self.index)
         argv = [os.path.join(harness.BIN, "fencegate"), "--listen",
                 "%s:%d" % (self.listen, self.port), "--upstream", self.relay.url,
                 "--workers", "1", "--store-threads", "2",
@@ -136,7 +139,9 @@ class Replica:
         with open(self.log, "ab") as err:
             self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
                                          env=dict(os.environ, **harness.CREDS))
-        if wait:
+        if self.closed:          # close() ran meanwhile (a fault thread)
+            harness.stop(self.proc, timeout=5)
+        elif wait:
             self.wait_ready()
 
     def wait_ready(self, timeout=20.0):
@@ -160,6 +165,7 @@ class Replica:
             self.proc.wait()
 
     def close(self):
+        self.closed = True
         harness.stop(self.proc, timeout=5)
 
 

@@ -57,6 +57,8 @@ class WorkerProc:
                                   env=env, text=True, bufsize=1)
         self.pid = self.p.pid
         lane.procs.append(self)
+        if lane.closed:               # Lane.close ran meanwhile (a fault thread)
+            self.close(timeout=0)
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -103,6 +105,7 @@ class Lane:
         self.dir = os.path.join(run_dir, bucket)
         os.mkdir(self.dir)
         self.procs, self.workers, self.skewed = [], [], None
+        self.closed = False
         self.cv = threading.Condition()
         self.last = (0, None)          # (epoch, worker) of the newest acquisition
         self.serial = 0
@@ -110,6 +113,8 @@ class Lane:
             self.workers.append(self.spawn())
 
     def spawn(self, prefix="w", **kw):
+        if self.closed:
+            raise RuntimeError("%s is closing" % self.bucket)
         self.serial += 1
         return WorkerProc(self, "%s/%s%d" % (self.bucket, prefix, self.serial), **kw)
 
@@ -138,7 +143,8 @@ class Lane:
                                     timeout)
 
     def close(self):
-        for w in self.procs:
+        self.closed = True
+        for w in list(self.procs):
             w.close(timeout=1.0)
 
 
