@@ -72,7 +72,7 @@ def skew(lane, rng):
     before = w.acquired
     w.send("run")
     try:
-        end = time.monotonic() + 15.0      # its first start takes seconds
+        end = time.monotonic() + 30.0      # its first start takes seconds
         while w.acquired == before and time.monotonic() < end and w.p.poll() is None:
             time.sleep(0.05)
         time.sleep(3.0)
