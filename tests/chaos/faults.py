@@ -12,8 +12,9 @@ Worker faults (one lane: its workers share one lock and its counters):
   skew         a worker whose wall clock is stepped back and slowed
                (faketime "-20s x0.05") and that keeps its lease on that
                clock works in the lane for 3 s after its first lease
-               (then finishes its cycle), up to 60 steps per lease: it
-               believes in its lease 20 times too long
+               (then finishes its cycle), 100-150 steps per lease (ended
+               by the first refused write): it believes in its lease 20
+               times too long
 Cluster faults (a replica or its path to storage):
   kill-replica kill -9 a replica, restart it after 0-0.3 s
   delay        its relay delays every chunk by 50-400 ms for 0.3-0.8 s
@@ -67,7 +68,7 @@ def skew(lane, rng):
         env = {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": SKEW,
                "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
         lane.skewed = lane.spawn(extra_env=env, prefix="skewed", extra_args=[
-            "--wall-lease", "--wait", "0.1", "--steps", "60", "--idle"])
+            "--wall-lease", "--wait", "0.1", "--min-steps", "100", "--steps", "150", "--idle"])
     w = lane.skewed
     before = w.acquired
     w.send("run")

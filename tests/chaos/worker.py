@@ -5,7 +5,7 @@ lock.attach on a boto3 client) to run read-modify-write steps on counter
 objects of its lane's bucket, through a random fencegate replica.
 
 Each cycle: acquire the lane's lock (ttl TTL, through replica R), keep it
-renewed, and 1 to STEPS times read a counter key and put back n+1 with the token
+renewed, and MIN_STEPS to STEPS times read a counter key and put back n+1 with the token
 on (lock.attach), then release. Every operation is appended to the history
 file as one JSON line, invoke, sent (a write passed the client's lease
 check and leaves) and then ok / fail (definitely not applied) / unknown
@@ -223,7 +223,7 @@ class Worker:
         s3 = self.client(a.storage if a.unfenced else url)
         lock.attach(s3)
         try:
-            for _ in range(self.rng.randint(1, a.steps)):
+            for _ in range(self.rng.randint(min(a.min_steps, a.steps), a.steps)):
                 key = "ctr/k%d" % self.rng.randrange(a.keys)
                 if not self.rmw(s3, lock, key, epoch):
                     break
@@ -262,6 +262,7 @@ def main():
     p.add_argument("--wait", type=float, default=2.0,
                    help="longest acquire wait, in lease-clock seconds")
     p.add_argument("--steps", type=int, default=3, help="most steps per lock cycle")
+    p.add_argument("--min-steps", type=int, default=1, help="fewest steps per lock cycle")
     p.add_argument("--keys", type=int, default=2)
     p.add_argument("--seconds", type=float, default=3600)
     p.add_argument("--cycles", type=int, default=100000)
