@@ -1,6 +1,7 @@
 """The chaos harness's faults (tests/chaos/): each function injects one
 fault and undoes it before it returns, so every fault is bounded in time
-(the longest waits 5 s for a takeover). It returns a short note for the
+(a takeover is awaited 5 s at most, a skewed worker's
+first lease 30 s). It returns a short note for the
 report. It judges nothing (checker.py does) and starts no cluster
 (cluster.py does); worker processes come from the driver's Lane.
 
