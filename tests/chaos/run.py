@@ -12,7 +12,8 @@ violations`. Exit status 1 when V > 0 (with --expect-violations: 1 when
 V == 0, for the UNFENCED control), 2 when the harness itself failed.
 
 A violation is charged to the trial of its lane (or else the cluster
-trial) whose window, plus 3 s, holds its time. Every process it started
+trial) whose window, plus 3 s, holds its time; "(no trial)" counts the
+others (a skewed worker finishes its long cycle after its trial ends). Every process it started
 is stopped by PID, and the namespace removed, also on SIGINT/SIGTERM.
 Bounded: each fault is bounded (faults.py), each worker by --seconds."""
 import argparse
@@ -230,7 +231,9 @@ def report(args, done, violations, stats, kinds, skipped, seconds):
     for v in violations[:args.show]:
         print("  VIOLATION %s: %s" % (v["kind"], v["text"]))
     if len(violations) > args.show:
-        print("  ... %d more (all in %s)" % (len(violations) - args.show, args.out or "the run dir"))
+        print("  ... %d more (%s)" % (len(violations) - args.show,
+                                     "histories in %s" % args.out if args.out
+                                     else "--out DIR keeps the histories"))
     print("chaos: %d trials, %d violations" % (len(done), len(violations)))
 
 
