@@ -5,8 +5,8 @@ lock.attach on a boto3 client) to run read-modify-write steps on counter
 objects of its lane's bucket, through a random fencegate replica.
 
 Each cycle: acquire the lane's lock (ttl TTL, through replica R), keep it
-renewed, and MIN_STEPS to STEPS times read a counter key and put back n+1 with the token
-on (lock.attach), then release. Every operation is appended to the history
+renewed, MIN_STEPS to STEPS times read a counter key and put back n+1
+with the token on (lock.attach), then release. Every operation is appended to the history
 file as one JSON line, invoke, sent (a write passed the client's lease
 check and leaves) and then ok / fail (definitely not applied) / unknown
 (maybe applied), with epoch, key, value, ids and times: `t` is the
