@@ -72,16 +72,17 @@ def writes_of(events):
 
 def grants_of(events):
     """{lane: {epoch: [acquire ok events]}}, {lane: {epoch: max expires}},
-    {lane: set of released epochs}."""
+    {lane: set of epochs whose release was sent} (a holder killed while
+    releasing may never see the answer, yet storage has the release)."""
     grants, ends, released = {}, {}, {}
     for ev in events:
-        if ev.get("type") != "ok" or ev.get("op") not in ("acquire", "renew", "release"):
+        if ev.get("op") == "release":   # asked: its holder stopped, answered or not
+            released.setdefault(ev["w"].split("/")[0], set()).add(ev.get("epoch"))
+            continue
+        if ev.get("type") != "ok" or ev.get("op") not in ("acquire", "renew"):
             continue
         lane = ev["w"].split("/")[0]
         e = ev.get("epoch")
-        if ev["op"] == "release":
-            released.setdefault(lane, set()).add(e)
-            continue
         if ev["op"] == "acquire":
             grants.setdefault(lane, {}).setdefault(e, []).append(ev)
         if ev.get("expires") is not None:
@@ -131,8 +132,8 @@ def check_epochs(grants, lockfiles):
 
 def check_overlap(grants, ends, released):
     """overlap: per lane, for epochs E < F, F's lease began (storage clock)
-    before E's lease ended; for a released E only its last renewal's
-    Last-Modified counts (the release ended it sooner)."""
+    before E's lease ended; for an E whose release was sent only its last
+    renewal's Last-Modified counts (the release may have ended it sooner)."""
     out = []
     for lane, by_epoch in grants.items():
         es = sorted(by_epoch)

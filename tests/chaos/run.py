@@ -322,6 +322,9 @@ def main():
             print("chaos: the harness failed: %s" % "; ".join(trials.errors[:5]))
             return 2
         finals, lockfiles = read_storage(cl.storage, cl.buckets, args.keys)
+        with open(os.path.join(run_dir, "storage.json"), "w") as f:   # kept with --out
+            json.dump({"finals": [[b, k, v] for (b, k), v in finals.items()],
+                       "lockfiles": lockfiles}, f)
         hist = [os.path.join(lane.dir, f) for lane in lanes for f in os.listdir(lane.dir)
                 if f.endswith(".jsonl")]
         violations, stats = checker.check(checker.load(hist), finals, lockfiles,
