@@ -3,6 +3,7 @@
 #   make            build bin/fencegate, bin/fencectl, lib/libfencelock.a
 #   make run        build and start the proxy on its embedded default (PORT=, LISTEN=)
 #   make test       every suite, then one verdict line: N passed, N failed
+#   make chaos      the fault campaign over real processes (TRIALS=, UNFENCED=1)
 #   make help       every target
 #
 # Missing Debian packages are installed first by deploy/install-deps.sh.
@@ -86,7 +87,7 @@ PROGRAMS   := $(O)/bin/fencectl $(O)/bin/fencegate
 .SECONDARY:
 
 .PHONY: FORCE all deps deps-test deps-bench run test layering man-check man-check-run unit integration bench fuzz fuzz-smoke lint sim sim-smoke \
-	install uninstall clean help
+	chaos chaos-smoke install uninstall clean help
 all: deps $(PROGRAMS) $(O)/lib/libfencelock.a $(SHLIB) $(O)/lib/libfencelock.pc \
 	$(O)/build/fencegate.service
 
@@ -236,7 +237,7 @@ run: all
 test: all deps-test
 	$(Q)rm -rf $(RESULTS)
 	$(Q)st=0; $(MAKE) --no-print-directory -k \
-		layering man-check unit sim-smoke fuzz-smoke integration || st=$$?; \
+		layering man-check unit sim-smoke fuzz-smoke integration chaos-smoke || st=$$?; \
 		tests/suite.py verdict $(RESULTS) $$st
 
 # the man pages format without a warning; fencegate.json(5) is the key table of
@@ -266,6 +267,28 @@ integration: all $(ITEST_BIN) $(UNIT_BIN)
 
 bench: all deps-bench
 	$(Q)FENCE_BIN=$(abspath $(O)/bin) tests/bench/run.sh
+
+# the fault campaign (tests/chaos/run.py, README "Fault testing"): TRIALS
+# trials of each fault type against fencegate replicas, BACKEND=moto|rgw;
+# UNFENCED=1 runs the same workload with the fence off (it must find
+# violations); CHAOS_ARGS= passes more (--lanes, --types, --out DIR, --seed)
+TRIALS     ?= 1000
+BACKEND    ?= moto
+CHAOS_CI_TRIALS ?= 2
+CHAOS      = tests/chaos/run.py --backend $(BACKEND)
+
+chaos: all deps-test
+	$(Q)FENCE_BIN=$(abspath $(O)/bin) $(CHAOS) --trials $(TRIALS) $(if $(UNFENCED),--unfenced) $(CHAOS_ARGS)
+
+# what make test runs: CHAOS_CI_TRIALS of each fault type (about 40 s), and
+# the same with the fence off, which must report violations
+chaos-smoke: all
+	$(Q)fail=0; export FENCE_BIN=$(abspath $(O)/bin); \
+	tests/suite.py run "chaos $(CHAOS_CI_TRIALS) trials per fault type" \
+		$(CHAOS) --trials $(CHAOS_CI_TRIALS) || fail=1; \
+	tests/suite.py run "chaos catches the unfenced control" \
+		$(CHAOS) --trials $(CHAOS_CI_TRIALS) --unfenced --expect-violations || fail=1; \
+	exit $$fail
 
 # make test: each target over its corpus for a fixed number of runs from a
 # fixed seed and an empty scratch corpus, so the same tree gives the same
@@ -336,6 +359,8 @@ help:
 	@echo "  unit           unit tests only;  integration: integration and e2e tests only"
 	@echo "                 (E2E=\"tests/e2e/test_x.py ...\": only those files)"
 	@echo "  bench          benchmarks against nginx and HAProxy (not a test)"
+	@echo "  chaos          fault campaign: TRIALS=N per fault type (1000), BACKEND=moto|rgw,"
+	@echo "                 UNFENCED=1 (the control: must report violations)"
 	@echo "  fuzz           run each fuzz target for FUZZ_SECONDS (default 20)"
 	@echo "  sim            the deterministic simulation, SEEDS=N schedules (default 100000)"
 	@echo "  lint           clang-tidy and cppcheck"

@@ -4,6 +4,9 @@
 # The test set includes chromium: tests/e2e/test_status_page.py loads the
 # status page in it, headless. The test set also installs the JavaScript SDK the client suite drives
 # (tests/js/package.json, unpinned) into tests/js/node_modules with npm.
+# The test set includes iproute2, iptables and faketime: the fault harness
+# (tests/chaos/, make chaos) partitions a replica in a network namespace
+# and skews a worker's clock with libfaketime.
 # The rgw set is Ceph's radosgw with the one monitor and one OSD that
 # tests/radosgw.py starts on loopback (ceph-common comes with them); the
 # test set includes it.
@@ -31,7 +34,7 @@ libcjson-dev libexpat1-dev libhttp-parser-dev"
 # with Debian's python3 (tests/e2e/clientpkg.py); chromium: the status page's
 # browser test
 test="libcmocka-dev clang libclang-rt-14-dev curl s3cmd rclone groff-base
-python3-pip python3-setuptools python3-wheel chromium"
+python3-pip python3-setuptools python3-wheel chromium iproute2 iptables faketime"
 bench="nginx-light haproxy wrk"
 rgw="radosgw ceph-mon ceph-osd"
 

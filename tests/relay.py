@@ -7,20 +7,33 @@ response, so a connection carries one request): the request line in
 lowercased, before the upstream sees a byte of it. It can turn silent
 (`silent = True`): connections are taken and their bytes read, nothing is
 answered, until `loud()` or `close()`: S3 that accepts and never answers.
-Standard library only."""
+For the fault harness (tests/chaos/) it can also delay every chunk it
+forwards (`delay` seconds), black-hole a share of new connections like
+silence (`drop`, a probability), and reset a share of connections once
+their answer starts (`reset`: the request reached the upstream, the
+answer is lost); `record=False` keeps nothing; `host`/`target_host` bind
+and connect elsewhere than loopback (a veth address). Standard library
+only."""
+import random
 import socket
 import threading
+import time
 
 
 class Relay:
-    def __init__(self, target_port):
+    def __init__(self, target_port, host="127.0.0.1", target_host="127.0.0.1", record=True):
         self.target = target_port
+        self.target_host = target_host
+        self.record = record
+        self.delay = 0.0
+        self.drop = 0.0
+        self.reset = 0.0
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((host, 0))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "http://%s:%d" % (host, self.port)
         self.lock = threading.Lock()
         self.lines = []
         self.heads = []
@@ -77,17 +90,24 @@ class Relay:
             self.lines.append(lines[0])
             self.heads.append((parts[0], parts[1] if len(parts) > 1 else "", fields))
 
-    def _pipe(self, src, dst, record):
+    def _pipe(self, src, dst, record, cut=False):
         buf = b""
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
+                if cut:  # the answer started: reset both sides, drop it
+                    for s in (src, dst):
+                        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+                        s.close()
+                    return
                 if record and b"\r\n\r\n" not in buf:
                     buf += data
                     if b"\r\n\r\n" in buf:
                         self._record(buf.split(b"\r\n\r\n", 1)[0])
+                if self.delay:
+                    time.sleep(self.delay)
                 dst.sendall(data)
         except OSError:
             pass
@@ -110,14 +130,15 @@ class Relay:
                 c, _ = self.sock.accept()
             except OSError:
                 return
-            if self.silent:
+            if self.silent or (self.drop and random.random() < self.drop):
                 self.held.append(c)
                 threading.Thread(target=self._swallow, args=(c,), daemon=True).start()
                 continue
             try:
-                u = socket.create_connection(("127.0.0.1", self.target))
+                u = socket.create_connection((self.target_host, self.target))
             except OSError:
                 c.close()
                 continue
-            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c, False), daemon=True).start()
+            cut = bool(self.reset and random.random() < self.reset)
+            threading.Thread(target=self._pipe, args=(c, u, self.record), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, False, cut), daemon=True).start()
