@@ -10,7 +10,7 @@ answered, until `loud()` or `close()`: S3 that accepts and never answers.
 For the fault harness (tests/chaos/) it can also delay every chunk it
 forwards (`delay` seconds), black-hole a share of new connections like
 silence (`drop`, a probability), and reset a share of connections once
-their answer starts (`reset`: the request reached the upstream, the
+their answer starts (`reset_share`: the request reached the upstream, the
 answer is lost); `record=False` keeps nothing; `host`/`target_host` bind
 and connect elsewhere than loopback (a veth address). Standard library
 only."""
@@ -27,7 +27,7 @@ class Relay:
         self.record = record
         self.delay = 0.0
         self.drop = 0.0
-        self.reset = 0.0
+        self.reset_share = 0.0  # not `reset`: that is the method below
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, 0))
@@ -139,6 +139,6 @@ class Relay:
             except OSError:
                 c.close()
                 continue
-            cut = bool(self.reset and random.random() < self.reset)
+            cut = bool(self.reset_share and random.random() < self.reset_share)
             threading.Thread(target=self._pipe, args=(c, u, self.record), daemon=True).start()
             threading.Thread(target=self._pipe, args=(u, c, False, cut), daemon=True).start()

@@ -100,7 +100,7 @@ def _relay_fault(cluster, rng, what, **attrs):
     try:
         time.sleep(rng.uniform(0.3, 0.8))
     finally:
-        rel.delay, rel.drop, rel.reset = 0.0, 0.0, 0.0
+        rel.delay, rel.drop, rel.reset_share = 0.0, 0.0, 0.0
         rel.loud()
     return "replica %d: %s" % (i, what)
 
@@ -115,7 +115,7 @@ def loss(cluster, rng):
 
 
 def reset(cluster, rng):
-    return _relay_fault(cluster, rng, "50% of connections reset", reset=0.5)
+    return _relay_fault(cluster, rng, "50% of connections reset", reset_share=0.5)
 
 
 def silence(cluster, rng):
