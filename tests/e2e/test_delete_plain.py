@@ -147,7 +147,9 @@ def lock_file(key):
     BUCKET/.fencegate/locks/ (lock/store/store_fs.c key_hash: FNV-1a from
     its own start value, modulo FS_LOCK_FILES = 256). Taking it with flock
     is what another process writing key does."""
-    h = 1469598103934665603  # key_hash's start value, as store_fs.c has it
+    # store_fs.c's start value: FNV's offset basis (14695981039346656037)
+    # without its last digit; the store's names are what the test needs
+    h = 1469598103934665603
     for c in key.encode():
         h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return "%02x" % (h % 256)
