@@ -204,14 +204,76 @@ def t_fenced(s):
     assert [v for k, v, _ in after if k == "f/b"] == b_versions[1:], after
 
 
-def version_deletes(relay, bucket, prefix):
-    """How many DELETE ?versionId= of keys under prefix the relay carried
-    (every request head it saw, in order, before the upstream did)."""
+def carried(relay, methods, bucket, prefix, versioned):
+    """The heads (method, target, fields) of the requests for keys under
+    prefix whose method is one of methods that the relay carried (every
+    request head it saw, in order, before the upstream did): with versioned
+    those naming a version (versionId=), else those naming none."""
     with relay.lock:
         heads = list(relay.heads)
     path = "/%s/%s" % (bucket, prefix)
-    return sum(1 for m, target, _ in heads
-               if m == "DELETE" and target.startswith(path) and "versionId=" in target)
+    return [h for h in heads if h[0] in methods and h[1].startswith(path)
+            and ("versionId=" in h[1]) == versioned]
+
+
+def version_deletes(relay, bucket, prefix):
+    """How many DELETE ?versionId= of keys under prefix the relay carried."""
+    return len(carried(relay, ("DELETE",), bucket, prefix, True))
+
+
+def supersede_mid_batch(g, bucket, e1, batch, started, moved):
+    """Sends one DeleteObjects naming batch under epoch e1 of bucket's lock,
+    from a thread; once started() holds (polled while the batch runs), ends
+    e1's lease (released by another party, as a break or a lapse would end
+    it) and acquires E+1 through the lock API, which raises the proxy's
+    high-water mark; then calls moved() and awaits the answer. Returns
+    (E+1, whether the batch still ran when the acquire answered, the
+    answer). Fails if the batch ends before started() holds, started()
+    does not hold within 60 s or the batch answers nothing in 120 s."""
+    out = {}
+
+    def send():
+        try:
+            out["res"] = client(g, e1).delete_objects(Bucket=bucket, Delete={"Objects": batch})
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            out["exc"] = e
+
+    worker = threading.Thread(target=send, daemon=True)
+    t0 = time.monotonic()
+    worker.start()
+    while not started():
+        assert worker.is_alive(), "the batch ended before the lock moved: %s" % out
+        assert time.monotonic() - t0 < 60, "the batch did not start deleting"
+        time.sleep(0.01)
+    st, j = lock_api(g, bucket, "release", {"epoch": e1})
+    assert st == 200, (st, j)
+    e2 = acquire(g, bucket)
+    running = worker.is_alive()
+    moved()
+    worker.join(120)
+    assert not worker.is_alive(), "the batch did not answer in 120 s"
+    assert e2 > e1, (e1, e2)
+    assert "exc" not in out, out.get("exc")
+    return e2, running, out["res"]
+
+
+def superseded_answer(res, batch):
+    """A superseded batch's answer as (deleted, refused): the batch indexes
+    answered Deleted and those answered Error, each ascending. Every Error
+    must be FencingTokenStale naming the supersession, and each entry of
+    the batch (key, version) answered exactly once."""
+    def entry(d):
+        return d["Key"], d.get("VersionId")
+    order = {entry(o): i for i, o in enumerate(batch)}
+    errors = res.get("Errors", [])
+    assert all(x["Code"] == "FencingTokenStale" and "superseded" in x["Message"]
+               for x in errors), errors[:3]
+    deleted = sorted(order[entry(d)] for d in res.get("Deleted", []))
+    refused = sorted(order[entry(x)] for x in errors)
+    assert sorted(deleted + refused) == list(range(len(batch))), \
+        "each entry answered once: %d deleted, %d stale, %d named" % (
+            len(deleted), len(refused), len(batch))
+    return deleted, refused
 
 
 def t_superseded_mid_batch(s):
@@ -237,7 +299,8 @@ def t_superseded_mid_batch(s):
     relay: exactly one upstream DELETE per Deleted version (none for a
     refused one), at most one sent after the acquire answered (a delete
     whose check passed just before the mark rose), and the refused keys
-    are a suffix of the batch (the mark only rises)."""
+    are a suffix of the batch (the mark only rises). test_delete_plain.py
+    does the same for keys named without a version."""
     m = s.moto.client()
     for i in range(RACE_KEYS):
         for v in range(RACE_VERSIONS):
@@ -250,55 +313,25 @@ def t_superseded_mid_batch(s):
     try:
         g = harness.Fencegate("--upstream", relay.url, data=False)
         e1 = acquire(g, RBUCKET)
-        out = {}
-
-        def send():
-            try:
-                out["res"] = client(g, e1).delete_objects(Bucket=RBUCKET,
-                                                          Delete={"Objects": batch})
-            except Exception as e:  # noqa: BLE001 - reported by the main thread
-                out["exc"] = e
-
+        seen = {}
         relay.delay = RACE_DELAY_S
-        worker = threading.Thread(target=send, daemon=True)
-        t0 = time.monotonic()
-        worker.start()
-        while version_deletes(relay, RBUCKET, "race/") < RACE_STARTED:
-            assert worker.is_alive(), "the batch ended before %d deletes: %s" % (
-                RACE_STARTED, out)
-            assert time.monotonic() - t0 < 60, "the batch did not start deleting"
-            time.sleep(0.01)
-        st, j = lock_api(g, RBUCKET, "release", {"epoch": e1})
-        assert st == 200, (st, j)
-        e2 = acquire(g, RBUCKET)
-        learned = version_deletes(relay, RBUCKET, "race/")
-        batch_running = worker.is_alive()
-        worker.join(120)
-        assert not worker.is_alive(), "the batch did not answer in 120 s"
+        e2, batch_running, res = supersede_mid_batch(
+            g, RBUCKET, e1, batch,
+            lambda: version_deletes(relay, RBUCKET, "race/") >= RACE_STARTED,
+            lambda: seen.update(learned=version_deletes(relay, RBUCKET, "race/")))
         sent = version_deletes(relay, RBUCKET, "race/")
         relay.delay = 0
-        assert e2 > e1, (e1, e2)
-        assert "exc" not in out, out.get("exc")
-        res = out["res"]
-        deleted = [(d["Key"], d["VersionId"]) for d in res.get("Deleted", [])]
-        errors = res.get("Errors", [])
-        assert all(x["Code"] == "FencingTokenStale" and "superseded" in x["Message"]
-                   for x in errors), errors[:3]
-        stale = [(x["Key"], x["VersionId"]) for x in errors]
-        order = {(o["Key"], o["VersionId"]): i for i, o in enumerate(batch)}
-        assert sorted(deleted + stale) == sorted(order), \
-            "each version answered once: %d deleted, %d stale, %d named" % (
-                len(deleted), len(stale), len(order))
+        learned = seen["learned"]
+        deleted, stale = superseded_answer(res, batch)
         print("     epoch %d superseded by %d after %d deletes; answer: %d deleted, "
               "%d FencingTokenStale; upstream deletes %d, %d after the acquire answered"
               % (e1, e2, learned, len(deleted), len(stale), sent, sent - learned))
         assert batch_running, "the acquire answered after the batch had ended"
         assert stale, "no key refused stale: the batch went on under a superseded epoch"
         assert len(deleted) >= RACE_STARTED, len(deleted)
-        assert max(order[d] for d in deleted) < min(order[x] for x in stale), \
-            "a key deleted after one was refused"
+        assert max(deleted) < min(stale), "a key deleted after one was refused"
         # on moto: the Deleted are gone, the refused still there, nothing else
-        gone = set(deleted)
+        gone = {(batch[i]["Key"], batch[i]["VersionId"]) for i in deleted}
         assert s.versions(RBUCKET, "race/") == [h for h in held if h[:2] not in gone]
         # upstream: one DELETE per Deleted version, none once the move was
         # learned but the one whose check may have passed just before
