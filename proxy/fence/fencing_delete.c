@@ -94,6 +94,9 @@ static void delete_one(struct delete_job *j, struct store *st, struct s3delete_k
 		uint64_t written;
 
 		if (j->fenced) {
+			if (superseded(j, k)) /* before the HEAD too: a refused
+					       * key costs no request */
+				goto out;
 			j->requests++;
 			fencing_store_deadline(st);
 			sc = store_head(st, k->key, &res);

@@ -10,12 +10,16 @@ fenced at lock level (the request's token), forwarded where unfenced.
 Driven by the version-aware cleanups real clients run: boto3's
 bucket.object_versions.delete() and `aws s3api delete-objects` fed by
 `list-object-versions`. Every outcome is read back from moto directly
-(list_object_versions), not from the proxy's answer alone. It does not
-test the embedded store (test_local_clients2.py does: version "null").
+(list_object_versions), not from the proxy's answer alone. A third proxy,
+behind a relay that slows its upstream, shows a versioned batch refused
+key by key once its epoch is superseded while it runs. It does not test
+the embedded store (test_local_clients2.py does: version "null").
 Prints 'N passed, N failed'."""
 import json
 import os
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -23,10 +27,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import run  # noqa: E402
+from relay import Relay  # noqa: E402
 from test_clients_s3 import boto3_client as client  # noqa: E402
 
 FBUCKET = "versions-fenced"
 UBUCKET = "versions-unfenced"
+RBUCKET = "versions-race"       # its own lock: t_fenced leaves FBUCKET's held
+RACE_KEYS, RACE_VERSIONS = 60, 5  # 300 versions, one DeleteObjects (at most 1000)
+RACE_DELAY_S = 0.005            # the relay's delay on every chunk it carries
+RACE_STARTED = 20               # version deletes carried before the lock moves
 
 
 def lock_api(g, name, op, body):
@@ -52,7 +61,7 @@ class Setup:
         self.fenced = self.unfenced = None
         try:
             m = self.moto.client()
-            for b in (FBUCKET, UBUCKET):
+            for b in (FBUCKET, UBUCKET, RBUCKET):
                 m.create_bucket(Bucket=b)
                 m.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
             self.fenced = harness.Fencegate("--upstream", self.moto.url, data=False)
@@ -195,6 +204,147 @@ def t_fenced(s):
     assert [v for k, v, _ in after if k == "f/b"] == b_versions[1:], after
 
 
+def carried(relay, methods, bucket, prefix, versioned):
+    """The heads (method, target, fields) of the requests for keys under
+    prefix whose method is one of methods that the relay carried (every
+    request head it saw, in order, before the upstream did): with versioned
+    those naming a version (versionId=), else those naming none."""
+    with relay.lock:
+        heads = list(relay.heads)
+    path = "/%s/%s" % (bucket, prefix)
+    return [h for h in heads if h[0] in methods and h[1].startswith(path)
+            and ("versionId=" in h[1]) == versioned]
+
+
+def version_deletes(relay, bucket, prefix):
+    """How many DELETE ?versionId= of keys under prefix the relay carried."""
+    return len(carried(relay, ("DELETE",), bucket, prefix, True))
+
+
+def supersede_mid_batch(g, bucket, e1, batch, started, moved):
+    """Sends one DeleteObjects naming batch under epoch e1 of bucket's lock,
+    from a thread; once started() holds (polled while the batch runs), ends
+    e1's lease (released by another party, as a break or a lapse would end
+    it) and acquires E+1 through the lock API, which raises the proxy's
+    high-water mark; then calls moved() and awaits the answer. Returns
+    (E+1, whether the batch still ran when the acquire answered, the
+    answer). Fails if the batch ends before started() holds, started()
+    does not hold within 60 s or the batch answers nothing in 120 s."""
+    out = {}
+
+    def send():
+        try:
+            out["res"] = client(g, e1).delete_objects(Bucket=bucket, Delete={"Objects": batch})
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            out["exc"] = e
+
+    worker = threading.Thread(target=send, daemon=True)
+    t0 = time.monotonic()
+    worker.start()
+    while not started():
+        assert worker.is_alive(), "the batch ended before the lock moved: %s" % out
+        assert time.monotonic() - t0 < 60, "the batch did not start deleting"
+        time.sleep(0.01)
+    st, j = lock_api(g, bucket, "release", {"epoch": e1})
+    assert st == 200, (st, j)
+    e2 = acquire(g, bucket)
+    running = worker.is_alive()
+    moved()
+    worker.join(120)
+    assert not worker.is_alive(), "the batch did not answer in 120 s"
+    assert e2 > e1, (e1, e2)
+    assert "exc" not in out, out.get("exc")
+    return e2, running, out["res"]
+
+
+def superseded_answer(res, batch):
+    """A superseded batch's answer as (deleted, refused): the batch indexes
+    answered Deleted and those answered Error, each ascending. Every Error
+    must be FencingTokenStale naming the supersession, and each entry of
+    the batch (key, version) answered exactly once."""
+    def entry(d):
+        return d["Key"], d.get("VersionId")
+    order = {entry(o): i for i, o in enumerate(batch)}
+    errors = res.get("Errors", [])
+    assert all(x["Code"] == "FencingTokenStale" and "superseded" in x["Message"]
+               for x in errors), errors[:3]
+    deleted = sorted(order[entry(d)] for d in res.get("Deleted", []))
+    refused = sorted(order[entry(x)] for x in errors)
+    assert sorted(deleted + refused) == list(range(len(batch))), \
+        "each entry answered once: %d deleted, %d stale, %d named" % (
+            len(deleted), len(refused), len(batch))
+    return deleted, refused
+
+
+def t_superseded_mid_batch(s):
+    """A worker holding epoch E sends one DeleteObjects naming 300 versions;
+    while it runs, E's lease is ended (released by another party, as a
+    break or a lapse would end it) and E+1 acquired through the lock API,
+    which raises the proxy's high-water mark. delete_version's superseded()
+    must refuse every key it reaches after that, FencingTokenStale, rather
+    than go on deleting under a token that is no longer the lock's.
+
+    Timing, made deterministic rather than retried: a third proxy reaches
+    moto through tests/relay.py delaying every chunk by RACE_DELAY_S, so
+    each version delete costs tens of milliseconds and the batch seconds;
+    and the lock moves only once the relay has carried RACE_STARTED of the
+    batch's deletes. The release and acquire take a handful of store calls
+    against ~280 deletes still to come, so the move lands mid-batch by
+    construction; if it did not (the acquire answered after the batch) the
+    test fails saying so instead of passing vacuously.
+
+    Checked on moto itself (list_object_versions, not through a proxy):
+    every version answered Deleted is gone, every one answered
+    FencingTokenStale is still there, nothing else changed. Checked on the
+    relay: exactly one upstream DELETE per Deleted version (none for a
+    refused one), at most one sent after the acquire answered (a delete
+    whose check passed just before the mark rose), and the refused keys
+    are a suffix of the batch (the mark only rises). test_delete_plain.py
+    does the same for keys named without a version."""
+    m = s.moto.client()
+    for i in range(RACE_KEYS):
+        for v in range(RACE_VERSIONS):
+            m.put_object(Bucket=RBUCKET, Key="race/%03d" % i, Body=b"%d v%d" % (i, v))
+    held = s.versions(RBUCKET, "race/")
+    assert len(held) >= RACE_KEYS * RACE_VERSIONS, len(held)
+    batch = [{"Key": k, "VersionId": v} for k, v, _ in held]
+    relay = Relay(s.moto.port)
+    g = None
+    try:
+        g = harness.Fencegate("--upstream", relay.url, data=False)
+        e1 = acquire(g, RBUCKET)
+        seen = {}
+        relay.delay = RACE_DELAY_S
+        e2, batch_running, res = supersede_mid_batch(
+            g, RBUCKET, e1, batch,
+            lambda: version_deletes(relay, RBUCKET, "race/") >= RACE_STARTED,
+            lambda: seen.update(learned=version_deletes(relay, RBUCKET, "race/")))
+        sent = version_deletes(relay, RBUCKET, "race/")
+        relay.delay = 0
+        learned = seen["learned"]
+        deleted, stale = superseded_answer(res, batch)
+        print("     epoch %d superseded by %d after %d deletes; answer: %d deleted, "
+              "%d FencingTokenStale; upstream deletes %d, %d after the acquire answered"
+              % (e1, e2, learned, len(deleted), len(stale), sent, sent - learned))
+        assert batch_running, "the acquire answered after the batch had ended"
+        assert stale, "no key refused stale: the batch went on under a superseded epoch"
+        assert len(deleted) >= RACE_STARTED, len(deleted)
+        assert max(deleted) < min(stale), "a key deleted after one was refused"
+        # on moto: the Deleted are gone, the refused still there, nothing else
+        gone = {(batch[i]["Key"], batch[i]["VersionId"]) for i in deleted}
+        assert s.versions(RBUCKET, "race/") == [h for h in held if h[:2] not in gone]
+        # upstream: one DELETE per Deleted version, none once the move was
+        # learned but the one whose check may have passed just before
+        assert sent == len(deleted), (sent, len(deleted))
+        assert sent - learned <= 1, "%d deletes sent after the acquire answered" % (
+            sent - learned)
+    finally:
+        relay.delay = 0
+        if g:
+            g.close()
+        relay.close()
+
+
 def main():
     r = harness.Runner("e2e delete-versions")
     s = Setup()
@@ -205,6 +355,9 @@ def main():
             ("aws s3api delete-objects fed by list-object-versions, unfenced", t_aws_cli_unfenced),
             ("fenced: stale and missing tokens delete no version; the current token "
              "deletes each, a lock file's version refused per key", t_fenced),
+            ("fenced: a versioned batch whose epoch is superseded while it runs deletes "
+             "the versions before the move, refuses the rest FencingTokenStale (moto "
+             "keeps them)", t_superseded_mid_batch),
         ]:
             r.check(label, fn, s)
     finally:
