@@ -216,8 +216,11 @@ static bool kind_stamps(enum s3_class k)
 
 enum proxy_action fencing_step_when_current(struct freq *fr)
 {
-	int r = lockreg_when_current(fr->f->locks, fr->lock, fr->strict || fr->lock->strict,
-				     fencing_loaded_cb, fr);
+	int r;
+
+	lockreg_touch(fr->lock); /* once per request: the refresh learns its pace */
+	r = lockreg_when_current(fr->f->locks, fr->lock, fr->strict || fr->lock->strict,
+				 fencing_loaded_cb, fr);
 
 	if (r < 0)
 		return fencing_reply_wait_failed(fr, r);

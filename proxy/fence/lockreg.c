@@ -1,7 +1,8 @@
 /* lockreg.c — the registry of fenced locks: high-water marks, their loads
  * (the freshness rule of lockreg.h: a write waits for a load when what is
  * known is older than the refresh interval; concurrent writes share one),
- * and the background refresh of recently used locks, with every store call
+ * and the background refresh of locks written often enough to earn it
+ * (lockreg_refresh_wanted), with every store call
  * serialized per lock on the jobs pool.
  *
  * The decision about a request is not made here (fence.c is), and entries
@@ -165,7 +166,23 @@ void lockreg_note_info(struct lockreg_entry *e, const struct lock_info *info)
 
 void lockreg_touch(struct lockreg_entry *e)
 {
-	e->last_used_ms = lockreg_mono_ms();
+	lockreg_touch_at(e, lockreg_mono_ms());
+}
+
+void lockreg_touch_at(struct lockreg_entry *e, int64_t now_ms)
+{
+	e->use_gap_ms = e->used ? now_ms - e->last_used_ms : INT64_MAX;
+	e->last_used_ms = now_ms;
+	e->used = true;
+}
+
+int lockreg_refresh_wanted(const struct lockreg_entry *e, int64_t now_ms, long refresh_ms,
+			   long active_ms)
+{
+	if (!e->loaded || !e->used || refresh_ms <= 0)
+		return 0;
+	return e->use_gap_ms <= refresh_ms && now_ms - e->last_used_ms <= active_ms &&
+	       now_ms - e->last_refresh_ms >= refresh_ms / 2;
 }
 
 /* ---- the registry ---------------------------------------------------- */
@@ -201,7 +218,7 @@ struct lockreg *lockreg_new(const struct lockreg_config *cfg, char *err, size_t 
 	r->dialect = cfg->dialect;
 	r->max_locks = cfg->max_locks ? cfg->max_locks : LOCKREG_DEFAULT_MAX_LOCKS;
 	r->refresh_ms = cfg->refresh_ms ? cfg->refresh_ms : 1000;
-	r->active_ms = cfg->active_ms ? cfg->active_ms : 30000;
+	r->active_ms = cfg->active_ms ? cfg->active_ms : 2 * r->refresh_ms;
 	r->self_test = cfg->self_test;
 	r->metrics = cfg->metrics;
 	r->marks = cfg->marks;
@@ -326,7 +343,7 @@ static struct lockreg_entry *entry_get(struct lockreg *r, const char *name, cons
 	e->mark = lockmarks_get(r->marks, name);
 	pull_mark(e);
 	e->state = LOCK_STATE_FREE;
-	e->last_used_ms = lockreg_mono_ms();
+	e->use_gap_ms = INT64_MAX;
 	e->barrier = (struct barrier)BARRIER_INIT;
 	e->hnext = r->table[h];
 	r->table[h] = e;
@@ -823,7 +840,6 @@ int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 	int64_t now = lockreg_mono_ms();
 	bool join;
 
-	lockreg_touch(e);
 	if (!r->jobs) /* no I/O (unit tests): what is loaded is all there is */
 		return e->loaded && !fresh ? 1 : -1;
 	if (!fresh && lockreg_fresh_enough(e, now)) {
@@ -857,9 +873,8 @@ int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 	return 0;
 }
 
-/* Background refresh of recently used locks, so that their writes rarely
- * wait for a load: each is re-listed once its knowledge is half the
- * refresh interval old. */
+/* Background refresh of the locks written often enough to earn it
+ * (lockreg_refresh_wanted), so that their writes rarely wait for a load. */
 static void refresh_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lockreg *r = arg;
@@ -868,9 +883,8 @@ static void refresh_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	for (struct lockreg_entry *e = r->first; e; e = e->next) {
-		if (!e->loaded || e->loading || e->busy ||
-		    now - e->last_used_ms > r->active_ms ||
-		    now - e->last_refresh_ms < r->refresh_ms / 2)
+		if (e->loading || e->busy ||
+		    !lockreg_refresh_wanted(e, now, r->refresh_ms, r->active_ms))
 			continue;
 		if (start_load(e) < 0)
 			return;

@@ -76,8 +76,9 @@ struct lockreg_config {
 	size_t max_locks;         /* 0: LOCKREG_DEFAULT_MAX_LOCKS */
 	long refresh_ms;          /* the freshness rule's bound (below); 0: 1000;
 				   * < 0: no rule, loaded once (unsafe) */
-	long active_ms;           /* background refresh only for locks used this
-				   * recently (the rule holds for all); 0: 30000 */
+	long active_ms;           /* background refresh stops this long after a
+				   * lock's last use (lockreg_refresh_wanted);
+				   * 0: twice refresh_ms */
 	bool self_test;           /* lock_check_store on each lock's store before
 				   * its first load (backends ignoring
 				   * If-None-Match are refused) */
@@ -114,7 +115,10 @@ struct lockreg_entry {
 				      * not exist (404 NoSuchBucket) */
 	int64_t last_refresh_ms;     /* monotonic start of the last good load */
 	int64_t load_started_ms;     /* monotonic start of the running load */
-	int64_t last_used_ms;        /* monotonic */
+	int64_t last_used_ms;        /* monotonic, of the last use (lockreg_touch) */
+	int64_t use_gap_ms;          /* between the last two uses; INT64_MAX
+				      * before the second */
+	bool used;
 	struct barrier barrier;      /* HTTP mode: the epoch barrier (barrier.h) */
 	bool barrier_scheduled;      /* fencing.c: a drain of barrier.ready is
 				      * queued on the loop */
@@ -276,8 +280,25 @@ int lockreg_when_loaded(struct lockreg *r, struct lockreg_entry *e, lockreg_load
 int lockreg_when_current(struct lockreg *r, struct lockreg_entry *e, bool fresh,
 			 lockreg_loaded_fn cb, void *arg);
 
-/* Marks the entry used now (refresh only considers recently used locks). */
+/* Marks the entry used now (a write or lock API call on it; the background
+ * refresh below learns its pace from these). */
 void lockreg_touch(struct lockreg_entry *e);
+/* The same at now_ms (monotonic; pure). */
+void lockreg_touch_at(struct lockreg_entry *e, int64_t now_ms);
+
+/* The background refresh's choice (pure): 1 when e should be re-listed at
+ * now_ms so that its next write need not wait, else 0. Every refresh_ms / 2
+ * the registry re-lists the loaded locks this says yes to, those whose
+ * knowledge is at least half the interval old. A lock earns it by its
+ * pace: its last two uses at most refresh_ms apart and its last use at
+ * most active_ms ago. A lock used more sparsely is listed when a write
+ * needs it (writes that wait together share the listing): so at most
+ * about three listings per write whatever the spread over locks, where
+ * re-listing every recently used lock twice a second cost up to 60 per
+ * write. It only decides when to list early: the freshness rule holds for
+ * every write either way. */
+int lockreg_refresh_wanted(const struct lockreg_entry *e, int64_t now_ms, long refresh_ms,
+			   long active_ms);
 
 /* Fills e's knowledge from a lock_status answer (loop thread). */
 void lockreg_note_info(struct lockreg_entry *e, const struct lock_info *info);

@@ -284,6 +284,54 @@ static void conn_parse_error(struct front_conn *c)
 	conn_error_reply(c, status, reason);
 }
 
+/* 1 when the input's next bytes are a Content-Length body that c's
+ * request takes by moving them (front_ops.on_body_buf) rather than
+ * through the parser's copy; the parser's count and c's must agree. */
+static int conn_takes_body(const struct front_conn *c)
+{
+	uint64_t left;
+
+	if (c->state != CONN_REQUEST || !c->req || !c->srv->ops.on_body_buf || c->chunked ||
+	    c->content_length <= 0 || (uint64_t)c->content_length < c->body_received)
+		return 0;
+	left = front_parser_body_left(c->parser);
+	return left > 0 && left == (uint64_t)c->content_length - c->body_received;
+}
+
+/* conn_process's step for a body taken by moving: the parser counts the
+ * bytes of vec (the input's first chain) that are body, the request then
+ * moves them out of in, and only then is the body's end reported. */
+static enum front_parse_status conn_take_body(struct front_conn *c, struct evbuffer *in,
+					      const struct evbuffer_iovec *vec, size_t *used)
+{
+	uint64_t left = front_parser_body_left(c->parser);
+	size_t n = (uint64_t)vec->iov_len < left ? vec->iov_len : (size_t)left;
+	enum front_parse_status st;
+	struct front_taken body;
+
+	st = front_parser_feed_taken(c->parser, vec->iov_base, n, used, &body);
+	if (st == FRONT_PARSE_ERROR || *used == 0)
+		return st;
+	if (body.off)
+		evbuffer_drain(in, body.off); /* the head's last byte */
+	if (body.len) {
+		c->body_received += body.len;
+		c->t_read = front_now_ms();
+		if (c->srv->ops.on_body_buf(c->req, in, body.len) > 0 &&
+		    c->state == CONN_REQUEST && c->req && !body.ended) {
+			c->body_stop = 1;
+			c->t_pause = front_now_ms();
+			front_parser_pause(c->parser);
+			st = FRONT_PARSE_PAUSED;
+		}
+	}
+	if (*used > body.off + body.len)
+		evbuffer_drain(in, *used - body.off - body.len);
+	if (body.ended)
+		conn_on_end(c);
+	return st;
+}
+
 /* Feeds buffered input to the parser as far as the state allows. */
 static void conn_process(struct front_conn *c)
 {
@@ -318,9 +366,13 @@ static void conn_process(struct front_conn *c)
 			break;
 		if (c->state == CONN_IDLE && front_parser_idle(c->parser) && !c->t_head)
 			c->t_head = front_now_ms();
-		st = front_parser_feed(c->parser, vec.iov_base, vec.iov_len, &used);
-		if (used)
-			evbuffer_drain(in, used);
+		if (conn_takes_body(c)) {
+			st = conn_take_body(c, in, &vec, &used); /* moved out of in */
+		} else {
+			st = front_parser_feed(c->parser, vec.iov_base, vec.iov_len, &used);
+			if (used)
+				evbuffer_drain(in, used);
+		}
 		if (st == FRONT_PARSE_ERROR) {
 			conn_parse_error(c);
 			break;

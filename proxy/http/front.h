@@ -21,6 +21,8 @@
 
 #include <event2/event.h>
 
+struct evbuffer;
+
 /* ---- header lists ------------------------------------------------------ */
 
 struct front_hdr {
@@ -210,6 +212,33 @@ enum front_parse_status front_parser_feed(struct front_parser *p,
 					  const char *data, size_t len,
 					  size_t *consumed);
 
+/* The bytes of the current body the parser still expects, when it is a
+ * Content-Length body past its head (not chunked, no error); else 0. */
+uint64_t front_parser_body_left(const struct front_parser *p);
+
+/* What front_parser_feed_taken found in the bytes it consumed: the body's
+ * bytes are data[off..off+len) (before them, the end of the head; after
+ * them, nothing of this request); ended: the body ended there. */
+struct front_taken {
+	size_t off, len;
+	int ended;
+};
+
+/* front_parser_feed for a Content-Length body whose bytes the caller
+ * delivers itself (it moves them out of its input instead of having
+ * on_body copy them): len at most front_parser_body_left (else
+ * FRONT_PARSE_ERROR, nothing consumed). The parser passes over them without
+ * calling on_body and says where they are in *body; when the body ends
+ * there it does not call on_end either but sets body->ended (and pauses
+ * as after on_end), so that the caller delivers the bytes first and then
+ * ends the body. */
+enum front_parse_status front_parser_feed_taken(struct front_parser *p,
+						const char *data, size_t len,
+						size_t *consumed, struct front_taken *body);
+
+/* Pauses the parser as an on_body returning 1 does. */
+void front_parser_pause(struct front_parser *p);
+
 /* Unpauses after on_head, a paused on_body, or on_end (then the parser
  * expects the next request). */
 void front_parser_resume(struct front_parser *p);
@@ -252,6 +281,11 @@ struct front_ops {
 	/* Body bytes of req. Return 0, or 1 to stop reading until
 	 * front_conn_read_body(). */
 	int (*on_body)(void *req, const char *data, size_t len);
+	/* Optional: body bytes of req that are the first len bytes of src (a
+	 * Content-Length body, read into the connection's input): the callee
+	 * removes them from src, moving its chains rather than copying where
+	 * it can. Same return as on_body. NULL: on_body gets every byte. */
+	int (*on_body_buf)(void *req, struct evbuffer *src, size_t len);
 	/* The body of req ended (also called, with nothing before, for
 	 * requests without a body once reading is enabled). */
 	void (*on_body_end)(void *req);

@@ -67,6 +67,11 @@ struct front_parser {
 	int in_trailers;
 	int paused;
 	int failed;
+	int taking;            /* front_parser_feed_taken: body bytes are the
+				* caller's, the end is reported, not called */
+	int taken_end;
+	const char *taken_at;  /* ... and where its body bytes are */
+	size_t taken_len;
 	int seen_field;
 	int last_was_value;
 	size_t head_bytes;
@@ -366,8 +371,19 @@ static int cb_headers_complete(http_parser *hp)
 static int cb_body(http_parser *hp, const char *at, size_t len)
 {
 	struct front_parser *p = hp->data;
-	int rc = p->cbs.on_body(p->cbs.arg, at, len);
+	int rc;
 
+	if (p->taking) {
+		/* one span per feed (identity bodies); anything else would
+		 * be a parser this file does not know */
+		if (p->taken_len && at != p->taken_at + p->taken_len)
+			return parser_fail(p, 500, "request body handling failed");
+		if (!p->taken_len)
+			p->taken_at = at;
+		p->taken_len += len;
+		return 0;
+	}
+	rc = p->cbs.on_body(p->cbs.arg, at, len);
 	if (rc < 0)
 		return parser_fail(p, 500, "request body handling failed");
 	if (rc > 0) {
@@ -390,8 +406,12 @@ static int cb_chunk_header(http_parser *hp)
 static int cb_message_complete(http_parser *hp)
 {
 	struct front_parser *p = hp->data;
-	int rc = p->cbs.on_end(p->cbs.arg);
+	int rc = 0;
 
+	if (p->taking)
+		p->taken_end = 1;
+	else
+		rc = p->cbs.on_end(p->cbs.arg);
 	parser_reset_message(p);
 	if (rc < 0)
 		return parser_fail(p, 500, "request end handling failed");
@@ -575,6 +595,45 @@ enum front_parse_status front_parser_feed(struct front_parser *p,
 		return FRONT_PARSE_ERROR;
 	}
 	return FRONT_PARSE_OK;
+}
+
+uint64_t front_parser_body_left(const struct front_parser *p)
+{
+	if (!p->in_body || p->in_trailers || p->failed || (p->hp.flags & F_CHUNKED))
+		return 0;
+	return p->hp.content_length;
+}
+
+enum front_parse_status front_parser_feed_taken(struct front_parser *p,
+						const char *data, size_t len,
+						size_t *consumed, struct front_taken *body)
+{
+	enum front_parse_status st;
+
+	*consumed = 0;
+	memset(body, 0, sizeof(*body));
+	if (len > front_parser_body_left(p))
+		return FRONT_PARSE_ERROR; /* a caller's bug: nothing is consumed */
+	p->taking = 1;
+	p->taken_end = 0;
+	p->taken_at = NULL;
+	p->taken_len = 0;
+	st = front_parser_feed(p, data, len, consumed);
+	p->taking = 0;
+	if (st == FRONT_PARSE_ERROR)
+		return st;
+	body->ended = p->taken_end;
+	body->len = p->taken_len;
+	body->off = p->taken_len ? (size_t)(p->taken_at - data) : 0;
+	return st;
+}
+
+void front_parser_pause(struct front_parser *p)
+{
+	if (!p->paused && !p->failed) {
+		p->paused = 1;
+		http_parser_pause(&p->hp, 1);
+	}
 }
 
 void front_parser_resume(struct front_parser *p)

@@ -437,11 +437,33 @@ static void *op_on_head(void *arg, struct front_conn *conn, struct front_msg *ms
 	return req;
 }
 
+/* Body bytes were added to req->body (the caller holds req): the re-send
+ * bound, the window ahead of the upstream, and the upstream told. Returns
+ * 0, or 1 when reading should pause. */
+static int body_added(struct proxy_req *req)
+{
+	struct proxy *p = req->p;
+	int rc = 0;
+
+	if (req->keep_body && evbuffer_get_length(req->body) > p->replay_max) {
+		/* too big to keep for a re-send: from now on it only streams */
+		evbuffer_drain(req->body, req->sent_off);
+		req->sent_off = 0;
+		req->keep_body = 0;
+	}
+	if (evbuffer_get_length(req->body) - req->sent_off >= p->body_window) {
+		req->body_stopped = 1;
+		rc = 1;
+	}
+	if (req->xfer)
+		upstream_resume_send(req->xfer);
+	return rc;
+}
+
 /* Passes body bytes on to whoever takes them: the local consumer or the
  * upstream buffer. Returns 0, or 1 when reading should pause. */
 static int body_sink(struct proxy_req *req, const char *data, size_t len)
 {
-	struct proxy *p = req->p;
 	int rc = 0;
 
 	if (req->finished)
@@ -463,18 +485,7 @@ static int body_sink(struct proxy_req *req, const char *data, size_t len)
 		proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
 		goto out;
 	}
-	if (req->keep_body && evbuffer_get_length(req->body) > p->replay_max) {
-		/* too big to keep for a re-send: from now on it only streams */
-		evbuffer_drain(req->body, req->sent_off);
-		req->sent_off = 0;
-		req->keep_body = 0;
-	}
-	if (evbuffer_get_length(req->body) - req->sent_off >= p->body_window) {
-		req->body_stopped = 1;
-		rc = 1;
-	}
-	if (req->xfer)
-		upstream_resume_send(req->xfer);
+	rc = body_added(req);
 out:
 	preq_put(req);
 	return rc;
@@ -538,6 +549,36 @@ static int op_on_body(void *arg, const char *data, size_t len)
 	if (rc)
 		req->body_stopped = 1;
 	preq_put(req);
+	return rc;
+}
+
+/* front_ops.on_body_buf: bytes bound for the upstream unchanged (no filter,
+ * not consumed here) are moved into req->body, chains and all: a body held
+ * for a re-send is then one copy in memory, not the input's and ours. Any
+ * other bytes go through op_on_body from a contiguous view of src. */
+static int op_on_body_buf(void *arg, struct evbuffer *src, size_t len)
+{
+	struct proxy_req *req = arg;
+	const char *data;
+	int rc;
+
+	if (!req->finished && !req->has_filter && req->phase != PH_LOCAL &&
+	    evbuffer_remove_buffer(src, req->body, len) == (int)len) {
+		req->bytes_in += len;
+		preq_hold(req);
+		rc = body_added(req);
+		preq_put(req);
+		return rc;
+	}
+	data = (const char *)evbuffer_pullup(src, (ev_ssize_t)len);
+	if (!data) {
+		evbuffer_drain(src, len);
+		if (!req->finished && !req->replied)
+			proxy_req_reply_error(req, 500, "InternalError", "out of memory", NULL);
+		return 0;
+	}
+	rc = op_on_body(req, data, len);
+	evbuffer_drain(src, len);
 	return rc;
 }
 
@@ -615,6 +656,7 @@ void proxy_front_ops(struct front_ops *ops, struct proxy *p)
 	memset(ops, 0, sizeof(*ops));
 	ops->on_head = op_on_head;
 	ops->on_body = op_on_body;
+	ops->on_body_buf = op_on_body_buf;
 	ops->on_body_end = op_on_body_end;
 	ops->on_drain = op_on_drain;
 	ops->on_abort = op_on_abort;

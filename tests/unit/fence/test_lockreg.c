@@ -2,11 +2,15 @@
  * and of the multipart table (proxy/fence/multipart.c): bucket-name rules, the
  * default prefix, high-water marks that only go up (also when a load lists
  * fewer files, and counting the epoch mark), released/lapsed
- * knowledge, the bounded entry count, upload-id parsing and the FIFO bound
- * of the upload table. No I/O: the registry is built without jobs. */
+ * knowledge, the bounded entry count, the background refresh's choice
+ * (which locks earn a listing ahead of their writes, and what that costs
+ * per write at every pace), upload-id parsing and the FIFO bound of the
+ * upload table. No I/O: the registry is built without jobs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -169,6 +173,88 @@ static void test_entries_bounded_and_found(void **state)
 	lockreg_free(r);
 }
 
+static void test_refresh_wanted(void **state)
+{
+	/* refresh 1000 ms, active 2000 ms; times relative to now = 10000 */
+	static const struct {
+		bool loaded, used;
+		int64_t gap, used_ago, refreshed_ago;
+		int want;
+	} rows[] = {
+		{ true, true, 100, 0, 600, 1 },       /* busy, knowledge half old */
+		{ true, true, 1000, 1999, 500, 1 },   /* paced at the interval, edges */
+		{ true, true, 100, 0, 499, 0 },       /* knowledge still young */
+		{ true, true, 1001, 0, 900, 0 },      /* sparse: listed on demand */
+		{ true, true, INT64_MAX, 0, 900, 0 }, /* used once */
+		{ true, true, 100, 2001, 900, 0 },    /* stopped being used */
+		{ false, true, 100, 0, 900, 0 },      /* not loaded: a write loads it */
+		{ true, false, 100, 0, 900, 0 },      /* never used (a preload) */
+	};
+	const int64_t now = 10000;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct lockreg_entry e;
+
+		memset(&e, 0, sizeof(e));
+		e.loaded = rows[i].loaded;
+		e.used = rows[i].used;
+		e.use_gap_ms = rows[i].gap;
+		e.last_used_ms = now - rows[i].used_ago;
+		e.last_refresh_ms = now - rows[i].refreshed_ago;
+		if (lockreg_refresh_wanted(&e, now, 1000, 2000) != rows[i].want)
+			fail_msg("row %zu: want %d", i, rows[i].want);
+	}
+}
+
+/* The registry's schedule played on a clock: a refresh tick every 500 ms
+ * (lockreg_new's timer), writes every period_ms, a listing made on demand
+ * when a write finds knowledge older than the interval (the freshness
+ * rule) and loads taken as instant. Listings per write stay under 3 at
+ * every pace, and a lock written at least once per interval never makes a
+ * write wait after its first. */
+static void test_refresh_cost_per_write(void **state)
+{
+	static const int64_t periods[] = { 10, 300, 900, 1000, 1100, 2500, 5000, 30000 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(periods) / sizeof(periods[0]); i++) {
+		struct lockreg_entry e;
+		int64_t next_write = 0, next_tick = 500, end = 600000;
+		long listings = 0, writes = 0, waited = 0;
+
+		memset(&e, 0, sizeof(e));
+		e.use_gap_ms = INT64_MAX;
+		while (next_write < end) {
+			if (next_tick <= next_write) {
+				if (lockreg_refresh_wanted(&e, next_tick, 1000, 2000)) {
+					listings++;
+					e.last_refresh_ms = next_tick;
+				}
+				next_tick += 500;
+				continue;
+			}
+			lockreg_touch_at(&e, next_write);
+			writes++;
+			if (!e.loaded || next_write - e.last_refresh_ms > 1000) {
+				listings++;
+				waited += writes > 1;
+				e.loaded = true;
+				e.last_refresh_ms = next_write;
+			}
+			next_write += periods[i];
+		}
+		if (listings > 3 * writes)
+			fail_msg("every %" PRId64 " ms: %ld listings for %ld writes", periods[i],
+				 listings, writes);
+		if (periods[i] <= 1000 && waited)
+			fail_msg("every %" PRId64 " ms: %ld writes waited", periods[i], waited);
+		if (periods[i] > 1000 && listings > writes)
+			fail_msg("every %" PRId64 " ms: %ld listings for %ld writes (sparse locks "
+				 "are listed on demand only)", periods[i], listings, writes);
+	}
+}
+
 static void test_upload_id_parse(void **state)
 {
 	static const char ok[] =
@@ -239,6 +325,8 @@ int main(void)
 		cmocka_unit_test(test_load_of_deleted_files),
 		cmocka_unit_test(test_released_and_lapsed),
 		cmocka_unit_test(test_entries_bounded_and_found),
+		cmocka_unit_test(test_refresh_wanted),
+		cmocka_unit_test(test_refresh_cost_per_write),
 		cmocka_unit_test(test_upload_id_parse),
 		cmocka_unit_test(test_upload_table),
 		cmocka_unit_test(test_query_param),
