@@ -53,15 +53,16 @@ def stop(proc, sig=signal.SIGTERM, timeout=10.0):
 
 
 class Moto:
-    """A real moto_server on a free loopback port."""
+    """A real moto_server on a free loopback port (command: another launcher
+    taking moto_server's arguments, e.g. tests/chaos/moto_atomic.py)."""
 
-    def __init__(self):
+    def __init__(self, command=("moto_server",)):
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = tempfile.TemporaryFile()
         env = dict(os.environ, **CREDS)
         self.proc = subprocess.Popen(
-            ["moto_server", "-H", "127.0.0.1", "-p", str(self.port)],
+            list(command) + ["-H", "127.0.0.1", "-p", str(self.port)],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
         wait_port(self.port, self.proc, timeout=30)
 

@@ -163,7 +163,7 @@ def check_overlap(grants, ends, released):
 def _lost_why(w, over, after):
     """Who overwrote a lost write, with the times that say why it counts."""
     if over:
-        o = over[0]
+        o = max(over, key=lambda x: x["t_read"])  # the nearest, not an old unknown
         return (" (overwritten by %s, which read the key %.3f s before it was acknowledged "
                 "and was granted too late for it to be in flight)"
                 % (_desc(o), w["t_done"] - o["t_read"]))

@@ -1,5 +1,6 @@
-"""The chaos harness's cluster (tests/chaos/): one storage server (moto, or
-radosgw with BACKEND=rgw), 2-3 bin/fencegate replicas in S3 mode in front
+"""The chaos harness's cluster (tests/chaos/): one storage server (moto
+with its conditional creates made atomic, moto_atomic.py, or radosgw with
+BACKEND=rgw), 2-3 bin/fencegate replicas in S3 mode in front
 of it, each through its own fault-injecting relay (tests/relay.py), and,
 where network namespaces work (root), the last replica inside a namespace
 of its own joined to the host by a veth pair, so iptables in that
@@ -186,7 +187,9 @@ class Cluster:
             import radosgw
             self.storage = radosgw.Radosgw()
         else:
-            self.storage = harness.Moto()
+            # moto's conditional creates made atomic, as S3's are
+            self.storage = harness.Moto(command=(sys.executable,
+                                                 os.path.join(HERE, "moto_atomic.py")))
         for b in self.buckets:
             self.storage.create_bucket(b)
         if use_netns:
