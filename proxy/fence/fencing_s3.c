@@ -167,15 +167,68 @@ static void head_done(void *arg)
 	fencing_continue(fr, cas_after_head(fr, after));
 }
 
+/* The object's HEAD as the upstream answered it (proxy_req_head_target:
+ * on the loop, the write's own target), read into fr as head_run would. */
+static void head_answered(struct proxy_req *req, int status, const struct front_hdrs *hdrs,
+			  const char *detail, void *arg)
+{
+	struct head_job *j = arg;
+	struct freq *fr = j->fr;
+	const char *etag, *epoch;
+	char err[320];
+
+	(void)req;
+	fr->head_found = -1;
+	fr->head_epoch = 0;
+	free(fr->head_err);
+	fr->head_err = NULL;
+	fr->head_etag[0] = '\0';
+	err[0] = '\0';
+	if (status == 404) {
+		fr->head_found = 0;
+	} else if (status >= 200 && status < 300) {
+		etag = front_hdrs_get(hdrs, "ETag");
+		epoch = front_hdrs_get(hdrs, "x-amz-meta-fencing-epoch");
+		if (!etag || !*etag || strlen(etag) >= sizeof(fr->head_etag)) {
+			snprintf(err, sizeof(err), "HEAD \"%.200s\": the answer has no usable ETag",
+				 fr->key);
+		} else {
+			fr->head_found = 1;
+			strcpy(fr->head_etag, etag);
+			if (!epoch || token_parse(epoch, strlen(epoch), &fr->head_epoch) != TOKEN_OK)
+				fr->head_epoch = 0; /* as fencing_object_epoch: no stamp */
+		}
+	} else if (status) {
+		snprintf(err, sizeof(err), "HEAD \"%.200s\": upstream answered %d", fr->key, status);
+	} else {
+		snprintf(err, sizeof(err), "HEAD \"%.200s\": %s", fr->key, detail);
+	}
+	if (err[0] && !(fr->head_err = strdup(err)))
+		fr->head_found = -1; /* "out of memory" (cas_act) */
+	head_done(j);
+}
+
+/* Reads the object before the write: on the loop's own upstream client
+ * when the proxy forwards to one, else (the embedded store) through the
+ * lock library's store on the job threads. */
 static enum proxy_action start_head(struct freq *fr, int after_response)
 {
 	struct head_job *j = calloc(1, sizeof(*j));
+	char err[256], msg[320];
 
 	if (!j)
 		return fencing_reply_error(fr, 500, "InternalError", "out of memory", false, 0);
 	j->f = fr->f;
 	j->fr = fr;
 	j->after_response = after_response;
+	if (proxy_req_can_head(fr->req)) {
+		if (proxy_req_head_target(fr->req, head_answered, j, err, sizeof(err)) < 0) {
+			free(j);
+			snprintf(msg, sizeof(msg), "cannot read the object's version: %s", err);
+			return fencing_reply_error(fr, 503, "SlowDown", msg, false, 0);
+		}
+		return PROXY_SUSPEND;
+	}
 	if (jobs_submit(fr->f->jobs, head_run, head_done, j) < 0) {
 		free(j);
 		return fencing_reply_error(fr, 503, "SlowDown", "the worker pool is busy", false, 0);

@@ -357,6 +357,26 @@ int proxy_req_can_resend(const struct proxy_req *req);
 /* Upstream attempts so far (1 after the first forward). */
 int proxy_req_attempts(const struct proxy_req *req);
 
+/* A HEAD of the request's own target: the path it is forwarded to (the
+ * upstream's base and the client's path), without its query, sent on the
+ * loop's upstream client and, in S3 mode, signed as a forward is. For a
+ * handler that must read the object a write would change before deciding
+ * (fencing's object compare-and-swap). fn runs once, on the loop, on a
+ * later turn (never from inside this call nor from inside an upstream
+ * callback): status is the upstream's answer, or 0 when none came, with
+ * detail saying why ("" otherwise); hdrs is the answer's head (NULL when
+ * status is 0), valid during the call only. The request is held until fn
+ * has returned. Returns 0, or -1 with a message in err (out of memory, the
+ * transfer could not start; no upstream: see proxy_req_can_head): no call
+ * follows. */
+typedef void (*proxy_head_fn)(struct proxy_req *req, int status, const struct front_hdrs *hdrs,
+			      const char *detail, void *arg);
+int proxy_req_head_target(struct proxy_req *req, proxy_head_fn fn, void *arg,
+			  char *err, size_t errlen);
+/* 1 if proxy_req_head_target can be asked: the proxy forwards to an
+ * upstream (not the embedded store). */
+int proxy_req_can_head(const struct proxy_req *req);
+
 /* ---- completion ------------------------------------------------------- */
 
 enum proxy_outcome {

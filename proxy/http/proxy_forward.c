@@ -64,22 +64,13 @@ static void strip_presign_query(const char *query, char *out)
 	out[o] = '\0';
 }
 
-/* Room on the stack for the forwarded head's entries and its strings
- * (query, path, URL); longer ones go to the heap. */
-#define FWD_ENTRIES 48
-#define FWD_STRINGS 2048
 #define FWD_AUTHZ 512   /* the Authorization value; longer: heap */
 
-/* Signs the forwarded request (S3 mode): adds x-amz-date,
- * x-amz-content-sha256, x-amz-security-token and Authorization to fwd,
- * with the proxy's signer (the day's signing key derived once). */
-static int sign_forward(struct proxy_req *req, struct front_hdrs *fwd,
-			const char *path, const char *query)
+int preq_sign(struct proxy *p, const char *method, const char *payload,
+	      struct front_hdrs *fwd, const char *path, const char *query)
 {
-	struct proxy *p = req->p;
 	struct sigv4_header stack_sh[FWD_ENTRIES], *sh = stack_sh;
 	struct sigv4_request sr;
-	const char *payload = proxy_req_fwd_header(req, "X-Amz-Content-Sha256");
 	char amz_date[17];
 	char stack_auth[FWD_AUTHZ], *auth = stack_auth;
 	size_t n = 0, len;
@@ -114,7 +105,7 @@ static int sign_forward(struct proxy_req *req, struct front_hdrs *fwd,
 		}
 	}
 	memset(&sr, 0, sizeof(sr));
-	sr.method = req->msg->method;
+	sr.method = method;
 	sr.path = path;
 	sr.query = query;
 	sr.headers = sh;
@@ -223,7 +214,9 @@ void preq_start_forward(struct proxy_req *req)
 		w = mempcpy(w, query, qlen);
 	}
 	*w = '\0';
-	if (p->mode == PROXY_MODE_S3 && sign_forward(req, &fwd, path, query) < 0) {
+	if (p->mode == PROXY_MODE_S3 &&
+	    preq_sign(p, m->method, proxy_req_fwd_header(req, "X-Amz-Content-Sha256"), &fwd,
+		      path, query) < 0) {
 		proxy_req_reply_error(req, 500, "InternalError",
 				      "cannot sign the request for upstream", NULL);
 		goto out;

@@ -154,6 +154,18 @@ int preq_resp_no_body(const struct proxy_req *req, int status);
 void preq_start_body_reading(struct proxy_req *req);
 /* Sends the request upstream (again, for a re-send). */
 void preq_start_forward(struct proxy_req *req);
+/* Room on the stack for a forwarded head's entries and its strings
+ * (query, path, URL); longer ones go to the heap. */
+#define FWD_ENTRIES 48
+#define FWD_STRINGS 2048
+/* Signs a request for the upstream (S3 mode): adds x-amz-date,
+ * x-amz-content-sha256 (payload; NULL or "": UNSIGNED-PAYLOAD),
+ * x-amz-security-token and Authorization to fwd, with the proxy's signer
+ * (made at the first use; the day's signing key derived once). Signed:
+ * Host, every x-amz-*, Content-MD5 and Content-Type. path is the
+ * upstream's (base included), query without '?'. Returns 0 or -1. */
+int preq_sign(struct proxy *p, const char *method, const char *payload,
+	      struct front_hdrs *fwd, const char *path, const char *query);
 /* Drops the upstream transfer, if any. */
 void preq_drop_xfer(struct proxy_req *req);
 /* The front end's callbacks into the lifecycle, for the proxy p. */

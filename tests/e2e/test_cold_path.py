@@ -288,7 +288,8 @@ class ScriptedS3:
     """test_dialects' in-memory S3 with one flaw: "aws" answers the first
     conditional write of each key 409 ConditionalRequestConflict; "early"
     answers 412 to If-None-Match "*" on an existing key at once, before
-    reading the body (as S3 may), and closes. Records (method, path,
+    reading the body (as S3 may), and closes; "head500" answers every object
+    HEAD of /bkt/k 500, "headreset" closes the connection instead. Records (method, path,
     If-None-Match, If-Match) of every object write and HEAD."""
 
     def __init__(self, flaw):
@@ -307,6 +308,13 @@ class ScriptedS3:
 
             def do_HEAD(self):
                 self.note()
+                path = self.split()[0]
+                if outer.store.flaw == "head500" and path == "/bkt/k":
+                    return self.reply(500, b"", [])
+                if outer.store.flaw == "headreset" and path == "/bkt/k":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return None
                 return base.do_HEAD(self)
 
             def do_PUT(self):
@@ -338,6 +346,68 @@ def scripted_gate(s3):
         g.close()
         raise
     return g
+
+
+def test_encoded_keys(w):
+    """Keys that need percent-encoding (space, '+', '%', non-ASCII, sub-
+    delims), existing and uncached, through boto3: the object's HEAD goes
+    to exactly the path the write goes to (the proxy reads the object it
+    is about to change, as the client spelled it), so one stamped with a
+    newer epoch is refused and kept, and an unstamped one is replaced."""
+    s3 = boto_proxy(w.g.url)
+    tok = {"fencing-token": str(w.epoch)}
+    names = ["sp ace", "plus+sign", "pct%25x", "\u00fcml\u00e4ut", "sub!$&'()*,;=@:x",
+             "dir/../dot"]
+    for i, name in enumerate(names):
+        newer, old = "exists/newer-%s" % name, "exists/old-%s" % name
+        stamped(w.moto, newer, b"newer-%d" % i, w.epoch + 2)
+        stamped(w.moto, old, b"old-%d" % i, 0)
+        carried(w.relay)
+        try:
+            s3.put_object(Bucket=BUCKET, Key=newer, Body=b"zombie", Metadata=tok)
+            code = 200
+        except Exception as e:  # botocore ClientError
+            code = getattr(e, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+        s = carried(w.relay)
+        expect(code == 409, "%r stamped newer: %s" % (newer, code))
+        expect([x[0] for x in s] == ["PUT", "HEAD"] and s[0][1] == s[1][1],
+               "%r: the HEAD reads the write's own path: %s" % (newer, s))
+        expect(stored(w.moto, newer) == (b"newer-%d" % i, str(w.epoch + 2)),
+               "%r: the newer body stays: %r" % (newer, stored(w.moto, newer)))
+        s3.put_object(Bucket=BUCKET, Key=old, Body=b"after-%d" % i, Metadata=tok)
+        s = carried(w.relay)
+        expect([x[0] for x in s] == ["PUT", "HEAD", "PUT"] and s[0][1] == s[1][1] == s[2][1],
+               "%r: one path for the create, the HEAD and the re-send: %s" % (old, s))
+        expect(stored(w.moto, old) == (b"after-%d" % i, str(w.epoch)),
+               "%r: replaced and stamped: %r" % (old, stored(w.moto, old)))
+
+
+def test_head_fails(flaw):
+    """The object's HEAD fails (S3 answers 500, or the connection is cut):
+    the write is answered 503 SlowDown, an SDK's retryable error; nothing
+    but the refused unread create was sent and the object is unchanged."""
+    s3 = ScriptedS3(flaw)
+    g = None
+    try:
+        g = scripted_gate(s3)
+        e = acquire(g.port, "bkt", "w")
+        s3.store.objects["/bkt/k"] = (b"before", '"0123"', "Thu, 01 Jan 2026 00:00:00 GMT")
+        s3.seen.clear()
+        st, h, d = req(g.port, "PUT", "/bkt/k", b"after", {"X-Fencing-Token": str(e)})
+        expect(st == 503 and s3code(d) == "SlowDown" and b"cannot read the object" in d,
+               "%s: %s %s" % (flaw, st, d))
+        kinds = [x[0] for x in s3.seen]
+        expect(kinds[0] == "PUT" and s3.seen[0][2] == "*" and set(kinds[1:]) == {"HEAD"},
+               "%s: the unread create, then HEADs only: %s" % (flaw, s3.seen))
+        expect(s3.store.objects["/bkt/k"][0] == b"before", "%s: the object is unchanged" % flaw)
+        # the proxy is still whole: the next write to a new key lands
+        st, h, d = req(g.port, "PUT", "/bkt/new", b"new", {"X-Fencing-Token": str(e)})
+        expect(st == 200 and s3.store.objects["/bkt/new"][0] == b"new",
+               "%s: a later write: %s %s" % (flaw, st, d))
+    finally:
+        if g:
+            g.close()
+        s3.close()
 
 
 def test_conflict_409():
@@ -417,10 +487,16 @@ def main():
         r.check("a real client (boto3) on the cold path", test_real_client, w)
         r.check("client conditions and deletes keep their order",
                 test_client_conditions_unchanged, w)
+        r.check("keys that need encoding: the HEAD reads the write's own path",
+                test_encoded_keys, w)
         r.check("scripted S3: 409 ConditionalRequestConflict to the unread create",
                 test_conflict_409)
         r.check("scripted S3: the 412 comes before the body; the re-send waits for it",
                 test_early_412_before_the_body)
+        r.check("scripted S3: the object's HEAD answered 500: 503, unchanged",
+                test_head_fails, "head500")
+        r.check("scripted S3: the object's HEAD cut: 503, unchanged",
+                test_head_fails, "headreset")
     finally:
         if w:
             w.close()
