@@ -189,6 +189,9 @@ case_env() {
 	strict) echo "PUT /$BUCKET/s/obj- 1024 $EPOCH" ;;         # the strict route
 	locks) echo "PUT /k/obj- 1024 $EPOCH" ;;                  # bucket lkNNNNN
 	keys) echo "PUT /$BUCKET/n/m- 1024 $EPOCH" ;;             # the many keys
+	# existing keys never written through this proxy: every PUT a distinct
+	# k/ key (the stand-in says each exists), new to the ETag cache
+	uncached) echo "PUT /$BUCKET/k/u$wrk_seq-k 1024 $EPOCH" ;;
 	pair) echo "PUT /$BUCKET/k/obj- 1024 $EPOCH" ;;           # two replicas at once
 	esac
 }
@@ -381,15 +384,15 @@ wrk_seq=0
 
 run_wrk() { # layout target case conns seconds round ('warm' = not recorded)
 	local layout=$1 t=$2 c=$3 conns=$4 secs=$5 round=$6
-	local method path bytes token port out json cpu0 cpu1 off0 loff0 upstream lists counted
+	local method path bytes token port out json cpu0 cpu1 off0 loff0 upstream lists counted split
 	local keys=256 pin=() u0 s0 u1 s1
 	wrk_seq=$((wrk_seq + 1))
 	read -r method path bytes token <<<"$(case_env "$c")"
 	port=${port_of[$t]}
 	[ "$layout" = one ] && pin=(taskset -c "${cpus[0]}")
-	case "$c" in putnew|keys) keys=0 ;; locks) keys=1 ;; esac
+	case "$c" in putnew|keys|uncached) keys=0 ;; locks) keys=1 ;; esac
 	counted=0
-	case "$c" in put*|stale|strict|locks|keys|pair) [ "$round" != warm ] && counted=1 ;; esac
+	case "$c" in put*|stale|strict|locks|keys|pair|uncached) [ "$round" != warm ] && counted=1 ;; esac
 	# the stand-in flushes its access logs every 100 ms
 	[ "$counted" = 1 ] && sleep 0.3
 	off0=$(log_size)
@@ -423,16 +426,25 @@ run_wrk() { # layout target case conns seconds round ('warm' = not recorded)
 	[ "$round" = warm ] && return 0
 	upstream=0
 	lists=0
+	split="{}"
 	if [ "$counted" = 1 ]; then
 		sleep 0.3
-		upstream=$(tail -c +"$((off0 + 1))" "$access_log" | wc -l)
+		# the lines, and their count per method and status ("$request
+		# $status": "PUT /bench/k/x HTTP/1.1 412")
+		read -r upstream split <<<"$(tail -c +"$((off0 + 1))" "$access_log" | awk '
+			{ n++; c[$1 " " $NF]++ }
+			END {
+				s = ""
+				for (k in c) s = s (s == "" ? "" : ",") "\"" k "\":" c[k]
+				printf "%d {%s}\n", n, s
+			}')"
 		lists=$(tail -c +"$((loff0 + 1))" "$lists_log" | wc -l)
 	fi
 	json=$(echo "$out" | sed -n 's/^BENCHJSON //p')
 	[ -n "$json" ] || { note "no summary from wrk ($t $c c=$conns):"; echo "$out" >&2; return 0; }
-	printf '{"layout":"%s","target":"%s","case":"%s","conns":%d,"round":%d,"cpu_ticks":%d,"cpu_user_ticks":%d,"cpu_sys_ticks":%d,"clk_tck":%d,"upstream_data_requests":%d,"upstream_list_requests":%d%s,"wrk":%s}\n' \
+	printf '{"layout":"%s","target":"%s","case":"%s","conns":%d,"round":%d,"cpu_ticks":%d,"cpu_user_ticks":%d,"cpu_sys_ticks":%d,"clk_tck":%d,"upstream_data_requests":%d,"upstream_split":%s,"upstream_list_requests":%d%s,"wrk":%s}\n' \
 		"$layout" "$t" "$c" "$conns" "$round" "$((u1 + s1 - u0 - s0))" "$((u1 - u0))" \
-		"$((s1 - s0))" "$clk_tck" "$upstream" "$lists" "$wrk_extra" "$json" >>"$results"
+		"$((s1 - s0))" "$clk_tck" "$upstream" "$split" "$lists" "$wrk_extra" "$json" >>"$results"
 	printf '  %s round %d  %-9s %-6s c=%-3d %s\n' "$layout" "$round" "$t" "$c" "$conns" \
 		"$(echo "$out" | awk '/Requests\/sec/ {print $2 " req/s"}')" >&2
 }
@@ -442,7 +454,7 @@ for layout in $LAYOUTS; do
 	case "$layout" in
 	one) nruns=$(( nruns + ROUNDS * (5 * 4 + 1 + 5 * 2) )) ;;
 	all) nruns=$(( nruns + ROUNDS * (5 * 3 + 1) )) ;;
-	scale) nruns=$(( nruns + ROUNDS * 10 )) ;;
+	scale) nruns=$(( nruns + ROUNDS * 12 )) ;;
 	none) ;;
 	*) die "unknown layout '$layout' (one, all, scale)" ;;
 	esac

@@ -1,11 +1,12 @@
 # scale.sh — the scale rows of the bench: how fencegate's cost grows from
 # one lock and a few hundred warm keys to SCALE_LOCKS locks and SCALE_KEYS
-# distinct keys, what two replicas in front of one stand-in give, and what
-# a strict route (a listing before every write) costs. Sourced by run.sh,
+# distinct keys, what two replicas in front of one stand-in give, what a
+# strict route (a listing before every write) costs, and what a write to an
+# existing key the proxy has not cached costs. Sourced by run.sh,
 # which provides start, stop_servers, free_ports, wait_port, wait_health,
 # status_kb, run_wrk (and its wrk_env / wrk_extra), note, fg_env,
 # fg_common, $work, $data, $here, $BUCKET, $EPOCH, $ROUNDS,
-# $SECONDS_PER_RUN, $SCALE_KEYS, $SCALE_LOCKS.
+# $SECONDS_PER_RUN, $SCALE_KEYS, $SCALE_LOCKS, $results.
 #
 # No pinning: the stand-in runs one nginx worker per CPU; every proxy has
 # one event loop or thread (fencegate --workers 1, HAProxy nbthread 1), so
@@ -47,6 +48,25 @@ scale_pair() { # a b conns round
 	local first=$!
 	run_wrk scale "$2" pair $(($3 / 2)) "$SECONDS_PER_RUN" "$4"
 	wait "$first" || true
+}
+
+# existing keys the proxy has not cached: one timed run of PUTs, each to a
+# distinct k/ key of its own (the stand-in says it exists: HEAD 200, a PUT
+# with If-None-Match 412), against target t; for fencegate the ETag cache's
+# hits and misses over the run go on its result line
+scale_uncached() { # target round
+	local t=$1 lines h m h1 m1
+	if [ "${t#haproxy}" != "$t" ]; then
+		run_wrk scale "$t" uncached 64 "$SECONDS_PER_RUN" "$2"
+		return 0
+	fi
+	read -r h m <<<"$(scale_cache_counts "${port_of[$t]}")"
+	lines=$(wc -l <"$results")
+	run_wrk scale "$t" uncached 64 "$SECONDS_PER_RUN" "$2"
+	read -r h1 m1 <<<"$(scale_cache_counts "${port_of[$t]}")"
+	[ "$(wc -l <"$results")" -gt "$lines" ] &&
+		sed -i '$ s/,"wrk":/,"cache_hits":'"$((h1 - h))"',"cache_misses":'"$((m1 - m))"',"wrk":/' "$results"
+	return 0
 }
 
 # the many keys: SCALE_KEYS new keys in 10 slices (rate, RSS and the cache's
@@ -124,12 +144,15 @@ EOF
 	lists_log="$sdir/lists.log"
 	touch "$access_log" "$lists_log"
 	note "sanity (scale): fencegate put1k=$(probe_status fencegate put1k) putnew=$(probe_status fencegate putnew)" \
+		"uncached=$(probe_status fencegate uncached)" \
 		"strict route=$(probe_status fgstrict strict) normal route=$(probe_status fgstrict put1k)"
 
 	for t in fencegate fencegate2 haproxy haproxy2 fgstrict; do
 		run_wrk scale "$t" put1k 64 1 warm
 	done
 	run_wrk scale fgstrict strict 64 1 warm
+	run_wrk scale fencegate uncached 64 1 warm   # the HEAD's path (store threads)
+	run_wrk scale haproxy uncached 64 1 warm
 	for r in $(seq "$ROUNDS"); do
 		note "layout scale, round $r/$ROUNDS"
 		run_wrk scale fencegate put1k 64 "$SECONDS_PER_RUN" "$r"
@@ -138,6 +161,8 @@ EOF
 		scale_pair haproxy haproxy2 64 "$r"
 		run_wrk scale fgstrict put1k 64 "$SECONDS_PER_RUN" "$r"
 		run_wrk scale fgstrict strict 64 "$SECONDS_PER_RUN" "$r"
+		scale_uncached fencegate "$r"
+		scale_uncached haproxy "$r"
 	done
 
 	# the many locks: a first pass (each lock once: its load and self-test),

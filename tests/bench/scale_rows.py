@@ -1,8 +1,8 @@
 """The scale rows of the bench report (run.sh's scale layout, scale.sh):
-two replicas, a strict route, many locks, many keys. report.py calls
-rows(); each row is (what, measured, target, met) through its row()
-callback. It reads the results only; it prints nothing itself and judges
-nothing that has no target in issue 26 (met None).
+two replicas, a strict route, existing keys not cached, many locks, many
+keys. report.py calls rows(); each row is (what, measured, target, met)
+through its row() callback. It reads the results only; it prints nothing
+itself and judges nothing that has no target in issue 26 (met None).
 """
 import statistics
 
@@ -47,6 +47,28 @@ def _pair(res, a, b):
     return med(rps), (med(cpu) if cpu else None), (med(upw) if upw else None)
 
 
+def _split(runs, ok):
+    """("PUT 412 1.000 + HEAD 1.000 + PUT 2xx 1.000", PUT 2xx count): the
+    stand-in's logged requests of these runs per 2xx write, by method and
+    status (run.sh's upstream_split), the expected three first, anything
+    else after; and how many PUTs the stand-in answered 2xx."""
+    total = {}
+    for r in runs:
+        for k, n in r.get("upstream_split", {}).items():
+            method, _, status = k.partition(" ")
+            if method == "HEAD":
+                k = "HEAD"
+            elif method == "PUT" and status.startswith("2"):
+                k = "PUT 2xx"
+            total[k] = total.get(k, 0) + n
+    if not ok or not total:
+        return "no split", 0
+    keys = [k for k in ("PUT 412", "HEAD", "PUT 2xx") if k in total]
+    keys += sorted(k for k in total if k not in keys)
+    return (" + ".join("%s %.3f" % (k, total[k] / float(ok)) for k in keys),
+            total.get("PUT 2xx", 0))
+
+
 def rows(res, meta, row):
     sc = meta["layouts"]["scale"]
 
@@ -78,6 +100,37 @@ def rows(res, meta, row):
                normal["cpu"], strict["lists"] / strict["ok"], normal["lists"] / normal["ok"],
                strict["upstream"] / strict["ok"], normal["upstream"] / normal["ok"]),
             "-", None)
+
+    # existing keys the proxy has not cached: every PUT a distinct k/ key
+    # the stand-in says exists, new to the ETag cache (the unread create
+    # gets 412, then a HEAD, then the PUT with If-Match)
+    unc, unc_hp = get("uncached", "fencegate"), get("uncached", "haproxy")
+    if unc and unc["ok"]:
+        runs = _raw(res, "scale", "uncached", "fencegate")
+        h = sum(r.get("cache_hits", 0) for r in runs)
+        m = sum(r.get("cache_misses", 0) for r in runs)
+        warm = ""
+        if one_fg:
+            warm = " (%.2fx put1k's %.0f on 256 warm keys, %.1f us)" % (
+                unc["rps"] / one_fg["rps"], one_fg["rps"], one_fg["cpu"] or 0)
+        hp = ""
+        if unc_hp and unc_hp["ok"]:
+            hp = "; haproxy %.0f req/s, %.1f us CPU/req, %.3f up/write" % (
+                unc_hp["rps"], unc_hp["cpu"] or 0, unc_hp["upstream"] / unc_hp["ok"])
+        split, done = _split(runs, unc["ok"])
+        # per write the stand-in completed: without the c=64 artefact
+        # (writes in flight when wrk stops reach it uncounted by wrk)
+        exact = " = %.3f per PUT the stand-in answered 2xx" % (unc["upstream"] / float(done)) \
+            if done else ""
+        row("scale: existing keys the proxy has not cached (a new k/ key per PUT, c=64)",
+            "%.0f req/s, CPU/req %.1f us%s; cache %d hits, %d misses; %.3f upstream requests"
+            " per write (%s%s); %d non-2xx%s"
+            % (unc["rps"], unc["cpu"] or 0, warm, h, m, unc["upstream"] / unc["ok"],
+               split, exact, unc["non2xx"], hp), "-", None)
+    elif unc:
+        row("scale: existing keys the proxy has not cached (a new k/ key per PUT, c=64)",
+            "fencegate answered %d, none 2xx (%d errors)" % (unc["requests"], unc["errors"]),
+            "-", False)
 
     # many locks: the first pass, then writes spread over all of them
     nlocks = sc.get("locks", 0)
@@ -140,8 +193,11 @@ def rows(res, meta, row):
                 continue
             r = rr[0]
             h, m = r.get("cache_hits", 0), r.get("cache_misses", 0)
-            row("scale: rewrite of the %s %d keys (expect %s)" % (
-                "most recent" if phase == "recent" else "first", _ok(r), want),
+            # n/ keys: the stand-in says they never existed, so a miss costs
+            # one create (204), not a rewrite of an existing object
+            row("scale: rewrite of the %s %d n/ keys (expect %s%s)" % (
+                "most recent" if phase == "recent" else "first", _ok(r), want,
+                "; keys the stand-in says never existed" if phase == "first" else ""),
                 "hit rate %.1f%% (%d hits, %d misses), %.3f upstream requests per write"
                 % (100.0 * h / (h + m) if h + m else 0, h, m,
                    r["upstream_data_requests"] / _ok(r) if _ok(r) else 0), "-", None)
