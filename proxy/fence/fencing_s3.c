@@ -210,7 +210,9 @@ static void head_answered(struct proxy_req *req, int status, const struct front_
 
 /* Reads the object before the write: on the loop's own upstream client
  * when the proxy forwards to one, else (the embedded store) through the
- * lock library's store on the job threads. */
+ * lock library's store on the job threads; FENCING_STORE_CALL_MS either way
+ * (no retry on the loop: a failure is the client's 503 SlowDown, which
+ * SDKs retry). */
 static enum proxy_action start_head(struct freq *fr, int after_response)
 {
 	struct head_job *j = calloc(1, sizeof(*j));
@@ -222,7 +224,8 @@ static enum proxy_action start_head(struct freq *fr, int after_response)
 	j->fr = fr;
 	j->after_response = after_response;
 	if (proxy_req_can_head(fr->req)) {
-		if (proxy_req_head_target(fr->req, head_answered, j, err, sizeof(err)) < 0) {
+		if (proxy_req_head_target(fr->req, FENCING_STORE_CALL_MS, head_answered, j,
+					  err, sizeof(err)) < 0) {
 			free(j);
 			snprintf(msg, sizeof(msg), "cannot read the object's version: %s", err);
 			return fencing_reply_error(fr, 503, "SlowDown", msg, false, 0);

@@ -99,7 +99,7 @@ int proxy_req_can_head(const struct proxy_req *req)
 	return req->p->up != NULL;
 }
 
-int proxy_req_head_target(struct proxy_req *req, proxy_head_fn fn, void *arg,
+int proxy_req_head_target(struct proxy_req *req, long timeout_ms, proxy_head_fn fn, void *arg,
 			  char *err, size_t errlen)
 {
 	struct proxy *p = req->p;
@@ -142,6 +142,7 @@ int proxy_req_head_target(struct proxy_req *req, proxy_head_fn fn, void *arg,
 	ur.hdrs = &fwd;
 	ur.body_length = -1;
 	ur.head = 1;
+	ur.total_timeout_ms = timeout_ms;
 	if (!upstream_start(p->up, &ur, &head_ops, h, err, errlen))
 		goto out;
 	preq_hold(req); /* until head_report */

@@ -727,6 +727,7 @@ struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_r
 	size_t off = (sizeof(struct upstream_xfer) + 15) & ~(size_t)15;
 	size_t esz = (event_get_struct_event_size() + 15) & ~(size_t)15;
 	struct upstream_xfer *x = calloc(1, off + 2 * esz);
+	long total_ms;
 
 	if (!x)
 		goto nomem;
@@ -752,9 +753,11 @@ struct upstream_xfer *upstream_start(struct upstream *u, const struct upstream_r
 		goto nomem;
 	x->timer = (struct event *)((char *)x + off);
 	x->kick = (struct event *)((char *)x + off + esz);
-	if (u->cfg.total_timeout_ms > 0) {
-		struct timeval tv = { u->cfg.total_timeout_ms / 1000,
-				      (u->cfg.total_timeout_ms % 1000) * 1000 };
+	total_ms = u->cfg.total_timeout_ms;
+	if (req->total_timeout_ms > 0 && (total_ms <= 0 || req->total_timeout_ms < total_ms))
+		total_ms = req->total_timeout_ms;
+	if (total_ms > 0) {
+		struct timeval tv = { total_ms / 1000, (total_ms % 1000) * 1000 };
 
 		x->total = evtimer_new(u->base, total_cb, x);
 		if (!x->total)

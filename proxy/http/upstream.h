@@ -105,6 +105,9 @@ struct upstream_request {
 					 * (sent chunked); >= 0: exact */
 	int expect_continue;            /* send Expect: 100-continue */
 	int head;                       /* HEAD: the response has no body */
+	long total_timeout_ms;          /* > 0: this transfer's whole-exchange
+					 * bound, the engine's total_timeout_ms
+					 * when that is shorter; 0: the engine's */
 };
 
 /* A transfer engine on base. The config is copied (NULL: defaults).

@@ -8,7 +8,8 @@ upstream timeout, a fenced write of a small body to a key the proxy has
 not seen (sent at once with If-None-Match "*", the unread create) gets 504
 within the upstream timeout, and one whose object must be read first (a
 body beyond the held window, --replay-bytes) gets 503 within
-FENCING_STORE_CALL_MS (5 s) plus slack, and nothing reaches moto; once S3 answers again both work (the lock
+FENCING_STORE_CALL_MS (5 s) plus slack, before the longer upstream
+timeout, and nothing reaches moto; once S3 answers again both work (the lock
 kept fresh there, --lock-refresh 3600s, so that the object call's own
 deadline is measured). A write whose lock must be loaded again (1 s
 refresh) gets 503 within the interval plus LOCKREG_OP_MS (5 s). With
@@ -24,7 +25,7 @@ import harness  # noqa: E402
 from relay import Relay  # noqa: E402
 from test_fencing import Gate, acquire, expect, moto_body, req  # noqa: E402
 
-UPSTREAM_TIMEOUT_S = 2
+UPSTREAM_TIMEOUT_S = 9  # longer than CALL_DEADLINE_S + SLACK_S: the object call's own bound shows
 HELD_BYTES = 1024       # --replay-bytes: a larger body is read-first (HEAD)
 CALL_DEADLINE_S = 5     # FENCING_STORE_CALL_MS
 SLACK_S = 3
@@ -62,7 +63,8 @@ def test_silent_s3(moto):
                (st, took, d[:200]))
         (st, _, d), took = timed(lambda: req(g.port, "PUT", "/%s/unseen" % b, big, t,
                                              timeout=60))
-        expect(st == 503 and took < CALL_DEADLINE_S + SLACK_S,
+        expect(st == 503 and took < CALL_DEADLINE_S + SLACK_S and
+               b"cannot read the object" in d,
                "fenced write of an unseen key, read first, while S3 is silent: %s after "
                "%.1fs %s" % (st, took, d[:200]))
         # readiness follows the storage, liveness the process: an outage
