@@ -9,14 +9,14 @@
 #
 # Usage: tests/bench/profile.sh BIN_DIR [BIN_DIR...]
 # Environment: PROFILE_REQUESTS (1000), PROFILE_CASES ("get put1k putnew
-# stale"), PROFILE_FUNCS (a regex of function names to show inclusive),
+# stale uncached"), PROFILE_FUNCS (a regex of function names to show inclusive),
 # PROFILE_KEEP (a directory to copy the callgrind dumps into).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 N=${PROFILE_REQUESTS:-1000}
-CASES=${PROFILE_CASES:-"get put1k putnew stale"}
-FUNCS=${PROFILE_FUNCS:-'^(metrics_add|metrics_set|metrics_observe|sigv4_signer_authorization|sigv4_authorization|signing_key_get|sign_forward|pthread_mutex_lock|pthread_mutex_unlock)$'}
+CASES=${PROFILE_CASES:-"get put1k putnew stale uncached"}
+FUNCS=${PROFILE_FUNCS:-'^(metrics_add|metrics_set|metrics_observe|sigv4_signer_authorization|sigv4_authorization|signing_key_get|preq_sign|proxy_req_head_target|head_run|pthread_mutex_lock|pthread_mutex_unlock)$'}
 [ "$#" -ge 1 ] || { echo "usage: $0 BIN_DIR [BIN_DIR...]" >&2; exit 2; }
 for tool in valgrind callgrind_control callgrind_annotate python3 curl; do
 	command -v "$tool" >/dev/null || { echo "profile: '$tool' not found" >&2; exit 1; }
@@ -60,7 +60,12 @@ for i in range(n):
     if case == "get":
         c.request("GET", "/bench/small.bin")
     else:
-        path = ("/bench/n/%s-%d" % (run, i)) if case == "putnew" else "/bench/k/obj-%04d" % (i % 256)
+        if case == "putnew":     # a new key: one unread create
+            path = "/bench/n/%s-%d" % (run, i)
+        elif case == "uncached":  # an existing key never cached: 412, HEAD, If-Match
+            path = "/bench/k/u%s-%d" % (run, i)
+        else:
+            path = "/bench/k/obj-%04d" % (i % 256)
         c.request("PUT", path, body, {"Content-Type": "application/octet-stream",
                                        "X-Fencing-Token": "4" if case == "stale" else "5"})
     r = c.getresponse()
