@@ -348,6 +348,9 @@ static void stop_cb(evutil_socket_t fd, short what, void *arg)
 	event_base_loopbreak(arg);
 }
 
+/* upstream_request.total_timeout_ms for cli_run; 0: the engine's */
+static long rows_req_total_ms;
+
 /* One request through u; returns when on_done ran or the loop broke. */
 static void cli_run(struct upstream *u, struct cli *c, const char *method, const char *url,
 		    int64_t body_length, int expect)
@@ -365,6 +368,7 @@ static void cli_run(struct upstream *u, struct cli *c, const char *method, const
 	r.body_length = body_length;
 	r.expect_continue = expect;
 	r.head = strcmp(method, "HEAD") == 0;
+	r.total_timeout_ms = rows_req_total_ms;
 	c->send_len = body_length >= 0 ? body_length : body_length == -2 ? c->send_len : 0;
 	c->x = upstream_start(u, &r, c->move ? &move_ops : &cli_ops, c, err, sizeof(err));
 	front_hdrs_clear(&h);
@@ -527,6 +531,37 @@ static void test_total_timeout(void **state)
 	rows_total_ms = 250; /* the trickle takes 600 ms */
 	run_row(&trickle_past_total);
 	rows_total_ms = 0;
+	/* the same bound set on the request alone (a fencing HEAD's
+	 * FENCING_STORE_CALL_MS), with no engine bound or a longer one */
+	rows_req_total_ms = 250;
+	run_row(&trickle_past_total);
+	rows_total_ms = 10000;
+	run_row(&trickle_past_total);
+	rows_total_ms = 0;
+	rows_req_total_ms = 0;
+}
+
+/* A request's own bound longer than the engine's does not lengthen it;
+ * one longer than the exchange changes nothing. */
+static void test_total_timeout_request_longer(void **state)
+{
+	static const struct row trickle_past_total = {
+		"the engine's bound is shorter than the request's: the engine's holds",
+		sc_trickle, "GET", "/y", -1, 0, 0, 1, 0, 150, 0, 0, 0, 0, 0, UPSTREAM_TIMEOUT,
+		200, NULL, 0, 1, 1
+	};
+	static const struct row trickle_within = {
+		"a request bound longer than the trickle: no timeout", sc_trickle, "GET", "/y",
+		-1, 0, 0, 1, 0, 150, 0, 0, 0, 0, 0, UPSTREAM_OK, 200, "xxxxxxxxxx", 0, 1, 1
+	};
+
+	(void)state;
+	rows_total_ms = 250;
+	rows_req_total_ms = 10000;
+	run_row(&trickle_past_total);
+	rows_total_ms = 0;
+	run_row(&trickle_within);
+	rows_req_total_ms = 0;
 }
 
 /* The rows with a request body again, the body through move_body (framed
@@ -676,6 +711,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_total_timeout),
+		cmocka_unit_test(test_total_timeout_request_longer),
 		cmocka_unit_test(test_rows_moved),
 		cmocka_unit_test(test_connect_refused),
 		cmocka_unit_test(test_cancel_inside),
