@@ -35,11 +35,18 @@ struct objcache_stats {
 	uint64_t evictions;
 	size_t count;
 	size_t capacity;
+	size_t buckets;     /* the table's buckets now: grows with count */
 };
+
+/* The table's first size; it doubles whenever the entries outnumber its
+ * buckets, up to the power of two at or above the capacity. */
+#define OBJCACHE_FIRST_BUCKETS 64
 
 /* A cache of at most capacity entries (>= 1). seed is 16 bytes of secret
  * randomness (NULL: a fixed seed, for tests only). NULL on ENOMEM or
- * capacity 0. Memory: a fixed table plus one malloc'd key per entry. */
+ * capacity 0. Memory: a table that grows with the entries (8 bytes per
+ * bucket, at most a power of two at or above capacity), the nodes as they
+ * are used, and one malloc'd key per entry. */
 struct objcache *objcache_new(size_t capacity, const unsigned char seed[16]);
 
 void objcache_free(struct objcache *c); /* accepts NULL */

@@ -200,6 +200,66 @@ static void test_capacity_bound_under_churn(void **state)
 	objcache_free(c);
 }
 
+/* The table grows with the entries: OBJCACHE_FIRST_BUCKETS to start,
+ * doubling once the entries outnumber the buckets, never past the power
+ * of two at or above the capacity; every entry stays reachable across
+ * each growth, with its value and its place in the LRU order. */
+static void test_table_grows_with_entries(void **state)
+{
+	static const struct {
+		size_t capacity, entries, buckets; /* after entries puts */
+	} rows[] = {
+		{ 10, 5, 16 },             /* capacity below the first size: 16 from the start */
+		{ 10, 100, 16 },           /* full, churning: stays */
+		{ 1000, 0, OBJCACHE_FIRST_BUCKETS },
+		{ 1000, 63, OBJCACHE_FIRST_BUCKETS },
+		{ 1000, 64, 2 * OBJCACHE_FIRST_BUCKETS },
+		{ 1000, 300, 512 },
+		{ 1000, 1000, 1024 },
+		{ 1000, 5000, 1024 },      /* past the capacity: bounded */
+		{ 100000, 256, 512 },      /* the bench's 256 hot keys: 4 KiB of table */
+	};
+
+	(void)state;
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct objcache *c = objcache_new(rows[r].capacity,
+						  (const unsigned char *)"0123456789abcdef");
+		struct objcache_stats st;
+		struct objcache_entry e;
+		char key[32], etag[32];
+		size_t i, kept;
+
+		assert_non_null(c);
+		for (i = 0; i < rows[r].entries; i++) {
+			snprintf(key, sizeof(key), "obj-%zu", i);
+			snprintf(etag, sizeof(etag), "\"%zx\"", i);
+			assert_int_equal(objcache_put(c, "bucket", key, etag, (uint64_t)i), 0);
+		}
+		objcache_stats(c, &st);
+		print_message("  capacity %zu, %zu puts: %zu entries, %zu buckets\n",
+			      rows[r].capacity, rows[r].entries, st.count, st.buckets);
+		assert_int_equal(st.buckets, rows[r].buckets);
+		kept = rows[r].entries < rows[r].capacity ? rows[r].entries : rows[r].capacity;
+		assert_int_equal(st.count, kept);
+		/* the newest kept entries, each with its own value */
+		for (i = rows[r].entries - kept; i < rows[r].entries; i++) {
+			snprintf(key, sizeof(key), "obj-%zu", i);
+			assert_int_equal(objcache_get(c, "bucket", key, &e), 1);
+			assert_true(e.epoch == (uint64_t)i);
+		}
+		if (kept && kept == rows[r].capacity && rows[r].entries > kept) {
+			/* one more put evicts exactly the least recently used:
+			 * the oldest kept key, read first above; the next stays */
+			assert_int_equal(objcache_put(c, "bucket", "extra", "\"x\"", 1), 0);
+			snprintf(key, sizeof(key), "obj-%zu", rows[r].entries - kept);
+			assert_int_equal(objcache_get(c, "bucket", key, NULL), 0);
+			snprintf(key, sizeof(key), "obj-%zu", rows[r].entries - kept + 1);
+			assert_int_equal(objcache_get(c, "bucket", key, NULL), 1);
+		}
+		objcache_free(c);
+	}
+}
+
 static void test_limits(void **state)
 {
 	struct objcache *c = objcache_new(2, NULL);
@@ -237,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_capacity_is_not_resident),
 		cmocka_unit_test(test_lru_eviction),
 		cmocka_unit_test(test_capacity_bound_under_churn),
+		cmocka_unit_test(test_table_grows_with_entries),
 		cmocka_unit_test(test_limits),
 	};
 
