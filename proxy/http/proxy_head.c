@@ -1,6 +1,7 @@
 /* proxy_head.c — a HEAD of a request's own target on the loop's upstream
  * client (proxy_req_head_target): the same URL the forward goes to, without
- * the query, signed by the same signer; the answer's status and head are
+ * the query, signed by the same signer (the empty payload's hash, as SDKs
+ * sign a request without a body); the answer's status and head are
  * kept, and the caller is told on the loop's next turn, when the HEAD's
  * connection is back in the pool for the forward that usually follows.
  * No fencing: what the answer means is the caller's. */
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "ops/log.h"
+#include "wire/sigv4.h"
 
 #define HEAD_FIELDS 16    /* an object HEAD's answer, in place; more: heap */
 #define HEAD_DETAIL 200
@@ -128,7 +130,7 @@ int proxy_req_head_target(struct proxy_req *req, long timeout_ms, proxy_head_fn 
 	*url++ = '\0';
 	memcpy(mempcpy(url, p->up_origin, olen), path, blen + plen + 1);
 	if (front_hdrs_add_ref(&fwd, "Host", 4, p->up_host, strlen(p->up_host)) < 0 ||
-	    (p->mode == PROXY_MODE_S3 && preq_sign(p, "HEAD", NULL, &fwd, path, "") < 0))
+	    (p->mode == PROXY_MODE_S3 && preq_sign(p, "HEAD", SIGV4_EMPTY_SHA256, &fwd, path, "") < 0))
 		goto out;
 	if (!(h = calloc(1, sizeof(*h))))
 		goto out;

@@ -144,6 +144,37 @@ def test_writes(rgw, gate):
     expect("k" in keys and "k2" in keys, "ListObjectsV2 through the proxy: %s" % keys)
 
 
+def test_uncached_existing(rgw, gate):
+    """Keys written straight to radosgw, never through the proxy: the
+    proxy's unread create gets radosgw's 412, its HEAD (on the event loop's
+    upstream client, to the write's own path) reads the object, and the
+    write lands with If-Match in radosgw's spelling, or is refused when the
+    object carries a newer epoch. Checked on what radosgw holds."""
+    b = "rgw-uncached"
+    rgw.create_bucket(b)
+    direct = rgw.client()
+    e = acquire(gate.port, b, "w")
+    direct.put_object(Bucket=b, Key="plain", Body=b"direct")
+    st, h, d = req(gate.port, "PUT", "/%s/plain" % b, b"through", tok(e))
+    expect(st == 200, "uncached existing key: %s %s" % (st, d))
+    body, meta = moto_body(rgw, b, "plain")
+    expect(body == b"through" and meta.get("fencing-epoch") == str(e),
+           "replaced and stamped: %r %s" % (body, meta))
+    direct.put_object(Bucket=b, Key="newer", Body=b"newer",
+                      Metadata={"fencing-epoch": str(e + 3)})
+    st, h, d = req(gate.port, "PUT", "/%s/newer" % b, b"zombie", tok(e))
+    expect(st == 409 and s3code(d) == "FencingTokenStale", "newer-stamped key: %s %s" % (st, d))
+    expect(moto_body(rgw, b, "newer")[0] == b"newer", "the newer body stays on radosgw")
+    key = "dir/sp ace+\u00fc"
+    direct.put_object(Bucket=b, Key=key, Body=b"direct")
+    boto_proxy(gate.url).put_object(Bucket=b, Key=key, Body=b"sdk",
+                                    Metadata={"fencing-token": str(e)})
+    body, meta = moto_body(rgw, b, key)
+    expect(body == b"sdk" and meta.get("fencing-epoch") == str(e),
+           "a key that needs encoding: %r %s" % (body, meta))
+    release(gate.port, b, e)
+
+
 def test_multipart_epoch_change(rgw, gate):
     """An upload created under epoch e, completed after e+1 was taken: the
     completion never lands. And on radosgw a completion is refused even
@@ -260,6 +291,8 @@ def main():
                         test_health, rgw, gate)
                 r.check("writes, stale refusals, DELETE refused, copy forwarded, reads", test_writes,
                         rgw, gate)
+                r.check("existing keys the proxy never saw: 412, HEAD, If-Match",
+                        test_uncached_existing, rgw, gate)
                 r.check("multipart across an epoch change", test_multipart_epoch_change,
                         rgw, gate)
             finally:
