@@ -599,7 +599,11 @@ enum front_parse_status front_parser_feed(struct front_parser *p,
 
 uint64_t front_parser_body_left(const struct front_parser *p)
 {
-	if (!p->in_body || p->in_trailers || p->failed || (p->hp.flags & F_CHUNKED))
+	/* without a Content-Length libhttp-parser keeps ULLONG_MAX in
+	 * content_length (not the 0 its header says): from on_head to the end
+	 * of a request without a body, that is no body left, not 2^64 - 1 */
+	if (!p->in_body || p->in_trailers || p->failed || (p->hp.flags & F_CHUNKED) ||
+	    !(p->hp.flags & F_CONTENTLENGTH))
 		return 0;
 	return p->hp.content_length;
 }
