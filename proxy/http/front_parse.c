@@ -51,7 +51,7 @@ enum fold_scan {
 	SCAN_REQ,    /* inside the request line: one SP between its three parts */
 	SCAN_LINE,   /* inside a line */
 	SCAN_LF,     /* just after a line's LF */
-	SCAN_LFCR,   /* CR right after an LF: the head may be ending */
+	SCAN_LFCR,   /* CR right after an LF: the head ends (LF) or is refused */
 	SCAN_END,    /* head ended: body bytes follow, not scanned */
 };
 
@@ -496,7 +496,13 @@ static int parser_scan_fold(struct front_parser *p, const char *data, size_t len
 			p->scan = ch == '\r' ? SCAN_LFCR : ch == '\n' ? SCAN_END : SCAN_LINE;
 			break;
 		case SCAN_LFCR:
-			p->scan = ch == '\n' ? SCAN_END : SCAN_LINE;
+			/* libhttp-parser (not strict) takes any byte after this
+			 * CR for the LF that ends the head and swallows it:
+			 * "\r\n\rX" would end the head where a peer sees a bare
+			 * CR (RFC 9112 2.2: invalid) and X */
+			if (ch != '\n')
+				return parser_fail(p, 400, "bare cr in the request head");
+			p->scan = SCAN_END;
 			break;
 		case SCAN_END:
 			break;

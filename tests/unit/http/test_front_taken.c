@@ -104,14 +104,15 @@ static struct front_parser *new_parser(struct rec *r)
 
 /* ---- scripted cases ------------------------------------------------------ */
 
-enum op { OP_DONE = 0, OP_FEED, OP_TAKE, OP_LEFT, OP_PAUSE, OP_RESUME };
+enum op { OP_DONE = 0, OP_FEED, OP_TAKE, OP_LEFT, OP_PAUSE, OP_RESUME, OP_STATUS };
 
 #define ALL SIZE_MAX        /* offer every byte not consumed yet */
 #define LEFTN (SIZE_MAX - 1) /* offer front_parser_body_left bytes */
 
 struct step {
 	enum op op;
-	size_t n;                  /* FEED/TAKE: bytes offered; LEFT: body_left */
+	size_t n;                  /* FEED/TAKE: bytes offered; LEFT: body_left;
+				    * STATUS: front_parser_error's status */
 	enum front_parse_status st;
 	size_t used;               /* *consumed */
 	size_t off;                /* TAKE: the span reported ... */
@@ -125,6 +126,7 @@ struct step {
 #define LEFT(n_) { OP_LEFT, (n_), 0, 0, 0, NULL, 0 }
 #define PAUSE { OP_PAUSE, 0, 0, 0, 0, NULL, 0 }
 #define RESUME { OP_RESUME, 0, 0, 0, 0, NULL, 0 }
+#define STATUS(n_) { OP_STATUS, (n_), 0, 0, 0, NULL, 0 }
 
 /* Heads; a feed that holds a whole head consumes all of it but the final
  * '\n' (HEADLEN(h) - 1): libhttp-parser pauses on it. */
@@ -135,6 +137,8 @@ struct step {
 #define POST1 "PUT /one HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n"
 #define GETC "GET /c HTTP/1.1\r\nHost: x\r\n\r\n"
 #define CHUNKED "POST /k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+/* POST3 ended by CR and another byte, which libhttp-parser took for the LF */
+#define POST3_CRZ "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\rZ"
 
 static const struct {
 	const char *name;
@@ -302,6 +306,18 @@ static const struct {
 		RESUME,
 		FEED(ALL, PAUSED, HEADLEN(GETC) - 1),
 	  }, "H POST /k;<abcde>E;H GET /c;" },
+	/* found by fuzz_front: the taken span came after a 'Z', not a '\n' */
+	{ "a head ended by a bare CR: refused", POST3_CRZ "abc" GETC, {
+		FEED(ALL, ERROR, 0),
+		STATUS(400),
+		LEFT(0),
+	  }, "" },
+	{ "a head ended by a bare CR, over two feeds", POST3_CRZ "abc" GETC, {
+		FEED(HEADLEN(POST3_CRZ) - 1, OK, HEADLEN(POST3_CRZ) - 1),
+		FEED(ALL, ERROR, 0),
+		STATUS(400),
+		TAKE(1, ERROR, 0, 0, "", 0),
+	  }, "" },
 };
 
 /* assert_int_equal naming the case and step */
@@ -368,6 +384,9 @@ static void run_steps(size_t ci)
 		case OP_RESUME:
 			front_parser_resume(p);
 			STEP_EQ(front_parser_paused(p), 0);
+			break;
+		case OP_STATUS:
+			STEP_EQ(front_parser_error(p, NULL), s->n);
 			break;
 		case OP_DONE:
 			break;
