@@ -8,7 +8,9 @@
  * request after it. After on_head the head's final '\n' is still unread:
  * the first take after a head reports off 1 (a first version reported
  * that '\n' as body), and the '\n' counts against len <= body_left, so a
- * body offered whole with it is refused and takes two calls. */
+ * body offered whole with it is refused and takes two calls. Heads with a
+ * bare CR, which libhttp-parser ended early (found by fuzz_front), are
+ * refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +138,8 @@ struct step {
 #define POST0 "POST /z HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
 #define POST1 "PUT /one HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n"
 #define GETC "GET /c HTTP/1.1\r\nHost: x\r\n\r\n"
+/* after a pause at an end, a pipelined GETC: its head, then its end */
+#define THEN_GETC RESUME, FEED(ALL, PAUSED, HEADLEN(GETC) - 1), RESUME, FEED(ALL, PAUSED, 1)
 #define CHUNKED "POST /k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
 /* POST3 ended by CR and another byte, which libhttp-parser took for the LF */
 #define POST3_CRZ "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\rZ"
@@ -194,10 +198,7 @@ static const struct {
 		TAKE(1, OK, 1, 0, "", 0),              /* '\n' fills the allowance */
 		LEFT(1),
 		TAKE(1, PAUSED, 1, 0, "x", 1),
-		RESUME,
-		FEED(ALL, PAUSED, HEADLEN(GETC) - 1),
-		RESUME,
-		FEED(ALL, PAUSED, 1),
+		THEN_GETC,
 	  }, "H PUT /one;[x]e;H GET /c;E;" },
 	{ "body ends where a pipelined request starts", POST3 "abc" GETC, {
 		FEED(ALL, PAUSED, HEADLEN(POST3) - 1),
@@ -222,10 +223,7 @@ static const struct {
 		FEED(ALL, PAUSED, HEADLEN(POST3) - 1),
 		RESUME,
 		FEED(ALL, PAUSED, 4),                  /* "\nabc", on_end pauses */
-		RESUME,
-		FEED(ALL, PAUSED, HEADLEN(GETC) - 1),
-		RESUME,
-		FEED(ALL, PAUSED, 1),
+		THEN_GETC,
 	  }, "H POST /p;<abc>E;H GET /c;E;" },
 	{ "Content-Length: 0", POST0 GETC, {
 		FEED(ALL, PAUSED, HEADLEN(POST0) - 1),
@@ -234,10 +232,7 @@ static const struct {
 		LEFT(0),
 		TAKE(1, ERROR, 0, 0, "", 0),
 		FEED(ALL, PAUSED, 1),                  /* '\n': on_end */
-		RESUME,
-		FEED(ALL, PAUSED, HEADLEN(GETC) - 1),
-		RESUME,
-		FEED(ALL, PAUSED, 1),
+		THEN_GETC,
 	  }, "H POST /z;E;H GET /c;E;" },
 	{ "no Content-Length: no body to take", GETC GETC, {
 		FEED(ALL, PAUSED, HEADLEN(GETC) - 1),
@@ -246,10 +241,7 @@ static const struct {
 		LEFT(0),
 		TAKE(1, ERROR, 0, 0, "", 0),
 		FEED(ALL, PAUSED, 1),
-		RESUME,
-		FEED(ALL, PAUSED, HEADLEN(GETC) - 1),
-		RESUME,
-		FEED(ALL, PAUSED, 1),
+		THEN_GETC,
 	  }, "H GET /c;E;H GET /c;E;" },
 	{ "more than body_left mid-body: refused, nothing consumed", POST5 "hello" GETC, {
 		FEED(ALL, PAUSED, HEADLEN(POST5) - 1),
@@ -306,7 +298,8 @@ static const struct {
 		RESUME,
 		FEED(ALL, PAUSED, HEADLEN(GETC) - 1),
 	  }, "H POST /k;<abcde>E;H GET /c;" },
-	/* found by fuzz_front: the taken span came after a 'Z', not a '\n' */
+	/* found by fuzz_front (the taken span came after a 'Z' or a CR, not
+	 * the head's '\n'): libhttp-parser took the byte after a CR for an LF */
 	{ "a head ended by a bare CR: refused", POST3_CRZ "abc" GETC, {
 		FEED(ALL, ERROR, 0),
 		STATUS(400),
@@ -317,6 +310,17 @@ static const struct {
 		FEED(ALL, ERROR, 0),
 		STATUS(400),
 		TAKE(1, ERROR, 0, 0, "", 0),
+	  }, "" },
+	/* fencegate saw a Content-Length where a peer sees a bare CR in X */
+	{ "a bare CR after an empty value: refused",
+	  "POST /p HTTP/1.1\r\nHost: x\r\nX: \r\rContent-Length: 3\r\n\r\nabc", {
+		FEED(ALL, ERROR, 0),
+		STATUS(400),
+	  }, "" },
+	{ "bare CRs ending a head without an LF: refused",
+	  "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nX: \r\r\r\rabc", {
+		FEED(ALL, ERROR, 0),
+		STATUS(400),
 	  }, "" },
 };
 
