@@ -51,7 +51,7 @@ enum fold_scan {
 	SCAN_REQ,    /* inside the request line: one SP between its three parts */
 	SCAN_LINE,   /* inside a line */
 	SCAN_LF,     /* just after a line's LF */
-	SCAN_LFCR,   /* CR right after an LF: the head may be ending */
+	SCAN_LFCR,   /* CR right after an LF: the head ends (LF) or is refused */
 	SCAN_END,    /* head ended: body bytes follow, not scanned */
 };
 
@@ -79,6 +79,7 @@ struct front_parser {
 	struct capbuf url, field, value;
 	struct front_hdrs hdrs;
 	enum fold_scan scan;
+	int scan_cr;           /* the last byte scanned was CR */
 	unsigned req_spaces;   /* SPs seen on the request line */
 	int req_last_space;    /* the last byte of the request line was SP */
 
@@ -109,6 +110,7 @@ static void parser_reset_message(struct front_parser *p)
 	p->value.len = 0;
 	front_hdrs_clear(&p->hdrs);
 	p->scan = SCAN_START;
+	p->scan_cr = 0;
 }
 
 static int cb_message_begin(http_parser *hp)
@@ -463,6 +465,14 @@ static int parser_scan_fold(struct front_parser *p, const char *data, size_t len
 	for (size_t i = 0; i < len && p->scan != SCAN_END; i++) {
 		char ch = data[i];
 
+		/* libhttp-parser (not strict) takes the byte after a CR for
+		 * the LF it expects, whatever it is, and swallows it:
+		 * "X: \r\rContent-Length: 5" would be two header lines here
+		 * and one (bare CR: RFC 9112 2.2) for a peer, "\r\n\rX" the
+		 * end of the head */
+		if (p->scan_cr && ch != '\n')
+			return parser_fail(p, 400, "bare cr in the request head");
+		p->scan_cr = ch == '\r';
 		switch (p->scan) {
 		case SCAN_START:
 			if (ch == ' ' || ch == '\t')
@@ -496,7 +506,7 @@ static int parser_scan_fold(struct front_parser *p, const char *data, size_t len
 			p->scan = ch == '\r' ? SCAN_LFCR : ch == '\n' ? SCAN_END : SCAN_LINE;
 			break;
 		case SCAN_LFCR:
-			p->scan = ch == '\n' ? SCAN_END : SCAN_LINE;
+			p->scan = SCAN_END; /* ch is the LF (a bare CR failed above) */
 			break;
 		case SCAN_END:
 			break;
@@ -599,7 +609,11 @@ enum front_parse_status front_parser_feed(struct front_parser *p,
 
 uint64_t front_parser_body_left(const struct front_parser *p)
 {
-	if (!p->in_body || p->in_trailers || p->failed || (p->hp.flags & F_CHUNKED))
+	/* without a Content-Length libhttp-parser keeps ULLONG_MAX in
+	 * content_length (not the 0 its header says): from on_head to the end
+	 * of a request without a body, that is no body left, not 2^64 - 1 */
+	if (!p->in_body || p->in_trailers || p->failed || (p->hp.flags & F_CHUNKED) ||
+	    !(p->hp.flags & F_CONTENTLENGTH))
 		return 0;
 	return p->hp.content_length;
 }
