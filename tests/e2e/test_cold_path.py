@@ -390,9 +390,7 @@ def test_head_fails(flaw):
     g = None
     try:
         g = scripted_gate(s3)
-        e = acquire(g.port, "bkt", "w")
-        s3.store.objects["/bkt/k"] = (b"before", '"0123"', "Thu, 01 Jan 2026 00:00:00 GMT")
-        s3.seen.clear()
+        e = seed_object(s3, g)
         st, h, d = req(g.port, "PUT", "/bkt/k", b"after", {"X-Fencing-Token": str(e)})
         expect(st == 503 and s3code(d) == "SlowDown" and b"cannot read the object" in d,
                "%s: %s %s" % (flaw, st, d))
@@ -408,6 +406,15 @@ def test_head_fails(flaw):
         if g:
             g.close()
         s3.close()
+
+
+def seed_object(s3, g):
+    """/bkt/k holds b"before" (ETag "0123") on the scripted S3, the proxy
+    has not seen it, and the record is empty; returns an epoch of bkt."""
+    e = acquire(g.port, "bkt", "w")
+    s3.store.objects["/bkt/k"] = (b"before", '"0123"', "Thu, 01 Jan 2026 00:00:00 GMT")
+    s3.seen.clear()
+    return e
 
 
 def test_conflict_409():
@@ -439,9 +446,7 @@ def test_early_412_before_the_body():
     g = None
     try:
         g = scripted_gate(s3)
-        e = acquire(g.port, "bkt", "w")
-        s3.store.objects["/bkt/k"] = (b"before", '"0123"', "Thu, 01 Jan 2026 00:00:00 GMT")
-        s3.seen.clear()
+        e = seed_object(s3, g)
         body = b"late-body-" * 100
         c = socket.create_connection(("127.0.0.1", g.port), timeout=15)
         c.sendall(b"PUT /bkt/k HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream"
