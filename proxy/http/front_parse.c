@@ -1,8 +1,9 @@
 /* front_parse.c — request parsing for the HTTP/1.1 front end, on
  * libhttp-parser, adding what it does not check itself: duplicate
  * Content-Length, Content-Length with Transfer-Encoding, any coding but a
- * lone "chunked", obs-fold, a request line that is not exactly three parts
- * with one SP between them, header/URL limits, Host rules; and it removes
+ * lone "chunked", obs-fold, a bare CR in a head, a request line that is not
+ * exactly three parts with one SP between them, header/URL limits, Host
+ * rules, the CRLFs of chunked framing (it is not built strict); and it removes
  * the hop-by-hop fields (Connection and what it names) before a head is
  * handed over, so nothing after it sees them. It hands heads,
  * body bytes and the end to callbacks; it knows nothing of connections. */
@@ -55,6 +56,27 @@ enum fold_scan {
 	SCAN_END,    /* head ended: body bytes follow, not scanned */
 };
 
+/* The chunked framing guard scans the bytes of a chunked body that are not
+ * data (chunk-size lines, the CRLF after each chunk's data, trailers, the
+ * last CRLF) as RFC 9112 7.1 frames them. libhttp-parser, not built
+ * strict, takes any byte where it expects the CR or LF of a CRLF, so
+ * "5\r\nhelloXY0\r\n\r\n" was the body "hello" to it; and its hex table
+ * reads every byte from 0x80 up as the digit 0, so "\xff3" was a chunk of
+ * 3 bytes (found by fuzz_front against a strict reader). A peer that
+ * checks them reads something else. */
+enum chunk_scan {
+	CHUNK_HEAD_LF,     /* the head's final LF, still unread after on_head */
+	CHUNK_SIZE_START,  /* a chunk-size line's first byte: a hex digit */
+	CHUNK_SIZE,        /* hex digits, then ';' or SP/HTAB, or its CR */
+	CHUNK_EXT,         /* extensions: anything but a bare CR or LF */
+	CHUNK_SIZE_LF,     /* the size line's LF; then data, or trailers */
+	CHUNK_DATA,        /* the chunk's data: no framing byte is due */
+	CHUNK_DATA_CR,     /* the CRLF right after a chunk's data */
+	CHUNK_DATA_LF,
+	CHUNK_TRAILER,     /* a trailer line (or the last, empty one) */
+	CHUNK_TRAILER_LF,
+};
+
 struct front_parser {
 	http_parser hp;
 	struct front_limits lim;
@@ -65,6 +87,9 @@ struct front_parser {
 	int in_head;
 	int in_body;
 	int in_trailers;
+	int chunked;           /* the body being read is (libhttp-parser's
+				* F_CHUNKED does not last: a trailer named
+				* Transfer-Encoding clears it) */
 	int paused;
 	int failed;
 	int taking;            /* front_parser_feed_taken: body bytes are the
@@ -80,6 +105,13 @@ struct front_parser {
 	struct front_hdrs hdrs;
 	enum fold_scan scan;
 	int scan_cr;           /* the last byte scanned was CR */
+	enum chunk_scan chunk_scan;
+	int chunk_nonzero;      /* the size line has a digit other than 0 */
+	const char *frame_from; /* during a feed into a chunked body: its
+				 * first byte not yet scanned ... */
+	const char *frame_end;  /* ... and the end of what it was given */
+	int end_pending;        /* a chunked body ended in this feed: on_end
+				 * once its framing is checked */
 	unsigned req_spaces;   /* SPs seen on the request line */
 	int req_last_space;    /* the last byte of the request line was SP */
 
@@ -101,6 +133,7 @@ static void parser_reset_message(struct front_parser *p)
 	p->in_head = 0;
 	p->in_body = 0;
 	p->in_trailers = 0;
+	p->chunked = 0;
 	p->seen_field = 0;
 	p->last_was_value = 0;
 	p->head_bytes = 0;
@@ -362,6 +395,8 @@ static int cb_headers_complete(http_parser *hp)
 	hp->upgrade = 0;
 	p->in_head = 0;
 	p->in_body = 1;
+	p->chunked = msg->chunked;
+	p->chunk_scan = CHUNK_HEAD_LF;
 	rc = p->cbs.on_head(p->cbs.arg, msg);
 	if (rc < 0)
 		return parser_fail(p, 500, "request setup failed");
@@ -370,11 +405,94 @@ static int cb_headers_complete(http_parser *hp)
 	return 0;
 }
 
+static int is_hex(unsigned char ch)
+{
+	return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f');
+}
+
+/* Checks the framing bytes [from, to) of a chunked body (enum chunk_scan).
+ * Returns -1 on anything a strict reader would not take. */
+static int parser_scan_chunked(struct front_parser *p, const char *from, const char *to)
+{
+	for (; from < to; from++) {
+		unsigned char ch = (unsigned char)*from;
+
+		switch (p->chunk_scan) {
+		case CHUNK_HEAD_LF:
+		case CHUNK_DATA_LF:
+			if (ch != '\n')
+				return parser_fail(p, 400, "bad chunked framing: CR without LF");
+			p->chunk_scan = CHUNK_SIZE_START;
+			p->chunk_nonzero = 0;
+			break;
+		case CHUNK_SIZE_START:
+			if (!is_hex(ch))
+				return parser_fail(p, 400, "invalid chunk size");
+			p->chunk_scan = CHUNK_SIZE;
+			p->chunk_nonzero = ch != '0';
+			break;
+		case CHUNK_SIZE:
+			if (is_hex(ch))
+				p->chunk_nonzero |= ch != '0';
+			else if (ch == ';' || ch == ' ' || ch == '\t')
+				p->chunk_scan = CHUNK_EXT;
+			else if (ch == '\r')
+				p->chunk_scan = CHUNK_SIZE_LF;
+			else
+				return parser_fail(p, 400, "invalid chunk size");
+			break;
+		case CHUNK_EXT:
+		case CHUNK_TRAILER:
+			if (ch == '\n')
+				return parser_fail(p, 400, "bad chunked framing: LF without CR");
+			if (ch == '\r')
+				p->chunk_scan = p->chunk_scan == CHUNK_EXT ? CHUNK_SIZE_LF :
+									  CHUNK_TRAILER_LF;
+			break;
+		case CHUNK_SIZE_LF:
+		case CHUNK_TRAILER_LF:
+			if (ch != '\n')
+				return parser_fail(p, 400, "bad chunked framing: CR without LF");
+			p->chunk_scan = p->chunk_scan == CHUNK_SIZE_LF && p->chunk_nonzero ?
+						CHUNK_DATA : CHUNK_TRAILER;
+			break;
+		case CHUNK_DATA:
+			return parser_fail(p, 400, "bad chunked framing: a chunk shorter than its size");
+		case CHUNK_DATA_CR:
+			if (ch != '\r')
+				return parser_fail(p, 400, "bad chunked framing: no CRLF after the data");
+			p->chunk_scan = CHUNK_DATA_LF;
+			break;
+		}
+	}
+	return 0;
+}
+
 static int cb_body(http_parser *hp, const char *at, size_t len)
 {
 	struct front_parser *p = hp->data;
 	int rc;
 
+	if (p->frame_from) {
+		/* a chunk's data: the framing before it is checked before the
+		 * data is handed over, and so are as many bytes of the CRLF
+		 * after its last data as were given (looked at only: the
+		 * scan after the parser's run takes them, as far as it
+		 * consumed them) */
+		const char *after = at + len;
+
+		if (parser_scan_chunked(p, p->frame_from, at) < 0)
+			return -1;
+		if (p->chunk_scan != CHUNK_DATA)
+			return parser_fail(p, 400, "bad chunked framing: data where none is due");
+		p->frame_from = after;
+		if (hp->content_length == 0) {
+			p->chunk_scan = CHUNK_DATA_CR;
+			if ((after < p->frame_end && after[0] != '\r') ||
+			    (after + 1 < p->frame_end && after[1] != '\n'))
+				return parser_fail(p, 400, "bad chunked framing: no CRLF after the data");
+		}
+	}
 	if (p->taking) {
 		/* one span per feed (identity bodies); anything else would
 		 * be a parser this file does not know */
@@ -410,6 +528,14 @@ static int cb_message_complete(http_parser *hp)
 	struct front_parser *p = hp->data;
 	int rc = 0;
 
+	if (p->frame_from) {
+		/* a chunked body: its last framing bytes are still to be
+		 * scanned (front_parser_feed, after the run), then on_end */
+		p->end_pending = 1;
+		p->paused = 1;
+		http_parser_pause(hp, 1);
+		return 0;
+	}
 	if (p->taking)
 		p->taken_end = 1;
 	else
@@ -564,6 +690,7 @@ enum front_parse_status front_parser_feed(struct front_parser *p,
 {
 	size_t n = len, used;
 	int counting = !p->in_body;
+	int chunked = p->in_body && p->chunked;
 	enum http_errno e;
 
 	*consumed = 0;
@@ -584,8 +711,34 @@ enum front_parse_status front_parser_feed(struct front_parser *p,
 			return FRONT_PARSE_ERROR;
 		}
 	}
+	if (chunked) {
+		p->frame_from = data;
+		p->frame_end = data + n;
+	}
 	used = http_parser_execute(&p->hp, &parser_settings, data, n);
 	e = HTTP_PARSER_ERRNO(&p->hp);
+	if (chunked) {
+		/* the framing after the last data handed over, to the end
+		 * of the message at most (its end pauses the parser) */
+		int bad = (e == HPE_OK || e == HPE_PAUSED) &&
+			  parser_scan_chunked(p, p->frame_from, data + used) < 0;
+
+		/* an end where a line has just ended, after no data due */
+		if (!bad && p->end_pending && p->chunk_scan != CHUNK_TRAILER)
+			bad = parser_fail(p, 400, "bad chunked framing: an early end");
+
+		p->frame_from = NULL;
+		if (!bad && p->end_pending) {
+			bad = p->cbs.on_end(p->cbs.arg) < 0 &&
+			      parser_fail(p, 500, "request end handling failed");
+			parser_reset_message(p);
+		}
+		p->end_pending = 0;
+		if (bad) {
+			p->failed = 1;
+			return FRONT_PARSE_ERROR;
+		}
+	}
 	if (counting)
 		p->head_bytes += used;
 	if (e == HPE_PAUSED) {
@@ -612,7 +765,7 @@ uint64_t front_parser_body_left(const struct front_parser *p)
 	/* without a Content-Length libhttp-parser keeps ULLONG_MAX in
 	 * content_length (not the 0 its header says): from on_head to the end
 	 * of a request without a body, that is no body left, not 2^64 - 1 */
-	if (!p->in_body || p->in_trailers || p->failed || (p->hp.flags & F_CHUNKED) ||
+	if (!p->in_body || p->in_trailers || p->failed || p->chunked ||
 	    !(p->hp.flags & F_CONTENTLENGTH))
 		return 0;
 	return p->hp.content_length;

@@ -367,9 +367,9 @@ int proxy_req_attempts(const struct proxy_req *req);
  * detail saying why ("" otherwise; a timeout when the whole exchange took
  * longer than timeout_ms, > 0, or the upstream's own timeouts passed first);
  * hdrs is the answer's head (NULL when status is 0), valid during the call
- * only. The request is held until fn has returned. Returns 0, or -1 with a message in err (out of memory, the
- * transfer could not start; no upstream: see proxy_req_can_head): no call
- * follows. */
+ * only. The request is held until fn has returned. Returns 0, or -1 with
+ * a message in err (out of memory, the transfer could not start; no
+ * upstream: see proxy_req_can_head): no call follows. */
 typedef void (*proxy_head_fn)(struct proxy_req *req, int status, const struct front_hdrs *hdrs,
 			      const char *detail, void *arg);
 int proxy_req_head_target(struct proxy_req *req, long timeout_ms, proxy_head_fn fn, void *arg,

@@ -684,12 +684,27 @@ def test_chunked_and_expect_raw(g, moto):
                                  b"Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n"
                                  % tok, 400)
     front_error(body)
+    # framing libhttp-parser (not built strict) reads as "hello" where a
+    # peer that checks its CRLFs and hex digits reads something else: 400,
+    # nothing stored
+    bad_framing = [b"5\r\nhelloXY0\r\n\r\n", b"5\r\nhello\rX0\r\n\r\n",
+                   b"5\r\nhello\n0\r\n\r\n", b"5\rXhello\r\n0\r\n\r\n",
+                   b"5\r\nhello\r\n0\r\nX: y\rZ\r\n\r\n", b"5\r\nhello\r\n0\r\n\rX",
+                   # read as 0 hex digits by libhttp-parser: "\xff5" was 5
+                   b"\xff5\r\nhello\r\n0\r\n\r\n", b"5\r\nhello\r\n\x800\r\n\r\n"]
+    for i, framing in enumerate(bad_framing):
+        key = b"bad-%d.txt" % i
+        body = expect_reject(g.port, b"PUT /fg-raw/%s HTTP/1.1\r\nHost: x\r\n%s"
+                                     b"Transfer-Encoding: chunked\r\n\r\n%s"
+                                     % (key, tok, framing), 400)
+        front_error(body)
     from botocore.exceptions import ClientError
-    try:
-        moto.client().head_object(Bucket="fg-raw", Key="bad.txt")
-        raise AssertionError("bad.txt was stored")
-    except ClientError as e:
-        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    for key in ["bad.txt"] + ["bad-%d.txt" % i for i in range(len(bad_framing))]:
+        try:
+            moto.client().head_object(Bucket="fg-raw", Key=key)
+            raise AssertionError("%s was stored" % key)
+        except ClientError as e:
+            assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 404, (key, e)
     health_ok(g.port)
 
 
@@ -730,7 +745,8 @@ def main():
             r.check("multipart upload", test_multipart, g, moto)
             r.check("large object streams with bounded memory", test_large_streaming, g, moto)
             r.check("presigned url re-signed", test_presigned_get, g, moto)
-            r.check("chunked body, 100-continue, bad chunk", test_chunked_and_expect_raw, g, moto)
+            r.check("chunked body, 100-continue, bad chunk sizes and framing",
+                    test_chunked_and_expect_raw, g, moto)
             r.check("daemon still healthy after forwarding", health_ok, g.port)
         finally:
             g.close()

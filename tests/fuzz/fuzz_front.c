@@ -15,7 +15,13 @@
  * see the same heads (method, target), the same body bytes per request,
  * the same ends, the same error and consume the same total; each take's
  * span must follow the contract (inside what was consumed, after nothing
- * but the head's end, body_left counting down by its length). No sockets. */
+ * but the head's end, body_left counting down by its length).
+ *
+ * And every chunked body a parser ended must be one a strict reader takes
+ * (strict_chunked: CRLF wherever RFC 9112 7.1 puts one, nothing after
+ * the last line), with the same data: libhttp-parser is not built strict,
+ * and what it took for a CRLF a peer may not. No sockets. */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +95,60 @@ struct fuzz_state {
 	uint64_t body_bytes;
 	unsigned body_calls;   /* in the current request */
 	struct log log;
+	int chunked;           /* the current request's body is */
+	int head_seen, end_seen; /* in the step that just ran */
+	char *ended;           /* the body of the request that just ended */
+	size_t elen, ecap;
 };
+
+/* The strict reading of a chunked body: raw is the head's final '\n',
+ * the chunks, the trailer lines and the last CRLF, nothing more; the data
+ * goes to out. Extensions and trailer lines are any bytes but CR and LF.
+ * Returns 0, or -1 for anything else. */
+static int strict_chunked(const char *raw, size_t len, char **out, size_t *olen, size_t *ocap)
+{
+	size_t i = 1, start;
+	uint64_t size;
+
+	*olen = 0;
+	if (len < 1 || raw[0] != '\n')
+		return -1;
+	do {
+		if (i >= len || !isxdigit((unsigned char)raw[i]))
+			return -1;
+		for (size = 0; i < len && isxdigit((unsigned char)raw[i]); i++) {
+			if (size > UINT64_MAX / 16 - 16)
+				return -1;
+			size = size * 16 + (uint64_t)(isdigit((unsigned char)raw[i]) ? raw[i] - '0' :
+						      (tolower((unsigned char)raw[i]) - 'a' + 10));
+		}
+		while (i < len && raw[i] != '\r' && raw[i] != '\n')
+			i++;
+		if (i + 1 >= len || raw[i] != '\r' || raw[i + 1] != '\n')
+			return -1;
+		i += 2;
+		if (size > len - i)
+			return -1;
+		if (!size)
+			break;
+		grow(out, ocap, *olen + size);
+		memcpy(*out + *olen, raw + i, size);
+		*olen += size;
+		i += size;
+		if (i + 1 >= len || raw[i] != '\r' || raw[i + 1] != '\n')
+			return -1;
+		i += 2;
+	} while (size);
+	do {  /* trailer lines, then the empty one */
+		start = i;
+		while (i < len && raw[i] != '\r' && raw[i] != '\n')
+			i++;
+		if (i + 1 >= len || raw[i] != '\r' || raw[i + 1] != '\n')
+			return -1;
+		i += 2;
+	} while (i - 2 != start);
+	return i == len ? 0 : -1;
+}
 
 static int on_head(void *arg, struct front_msg *msg)
 {
@@ -103,6 +162,8 @@ static int on_head(void *arg, struct front_msg *msg)
 		abort();
 	st->heads++;
 	st->body_calls = 0;
+	st->chunked = msg->chunked;
+	st->head_seen = 1;
 	log_head(&st->log, msg);
 	front_msg_free(msg);
 	return 0;
@@ -126,6 +187,11 @@ static int on_end(void *arg)
 	struct fuzz_state *st = arg;
 
 	st->ends++;
+	grow(&st->ended, &st->ecap, st->log.blen);
+	if (st->log.blen)
+		memcpy(st->ended, st->log.body, st->log.blen);
+	st->elen = st->log.blen;
+	st->end_seen = 1;
 	log_end(&st->log);
 	return 0;
 }
@@ -185,6 +251,9 @@ static struct outcome run(struct front_parser *p, struct fuzz_state *st,
 {
 	struct outcome o = { 0, 0, 1 };
 	unsigned rounds = 0, takes = 0;
+	size_t raw_start = 0;     /* the current request's head's final '\n' */
+	char *strict = NULL;
+	size_t slen, scap = 0;
 
 	while (o.consumed < size) {
 		size_t n = size - o.consumed < chunk ? size - o.consumed : chunk;
@@ -204,6 +273,18 @@ static struct outcome run(struct front_parser *p, struct fuzz_state *st,
 		if (used > n)
 			abort();
 		o.consumed += used;
+		if (st->head_seen)
+			raw_start = o.consumed; /* the head's pause leaves its '\n' */
+		if (st->end_seen && st->chunked &&
+		    (strict_chunked(data + raw_start, o.consumed - raw_start, &strict, &slen,
+				    &scap) < 0 ||
+		     slen != st->elen || (slen && memcmp(strict, st->ended, slen) != 0))) {
+			fprintf(stderr, "a chunked body a strict reader does not take as it was "
+				"(%zu bytes of framing and data, %zu handed over)\n",
+				o.consumed - raw_start, st->elen);
+			abort();
+		}
+		st->head_seen = st->end_seen = 0;
 		if (rc == FRONT_PARSE_ERROR) {
 			const char *reason = NULL;
 
@@ -218,6 +299,7 @@ static struct outcome run(struct front_parser *p, struct fuzz_state *st,
 			break;
 	}
 	log_flush(&st->log);
+	free(strict);
 	return o;
 }
 
@@ -267,7 +349,9 @@ out:
 	front_parser_free(pb);
 	free(a.log.p);
 	free(a.log.body);
+	free(a.ended);
 	free(b.log.p);
 	free(b.log.body);
+	free(b.ended);
 	return 0;
 }
