@@ -796,11 +796,31 @@ void upstream_resume_recv(struct upstream_xfer *x)
 	xfer_kick(x);
 }
 
+/* 1 when the rest of x's answer can be read and dropped to keep its
+ * connection: the whole request is out, the final head came, the answer
+ * ends by its framing (not the connection's close) within UP_DRAIN_MAX
+ * more body bytes, and nothing is held back from a consumer. A 412 to an
+ * unread create is such an answer: the HEAD that follows reuses the
+ * connection instead of opening one (over TLS, a handshake). */
+static int xfer_can_drain(const struct upstream_xfer *x)
+{
+	if (x->dead || x->complete || !x->conn || !x->head_seen || !x->body_done ||
+	    x->no_reuse || x->recv_paused || x->eof_seen ||
+	    (x->held && evbuffer_get_length(x->held)))
+		return 0;
+	if (x->head_only || x->status == 204 || x->status == 304 ||
+	    (x->hp.flags & F_CHUNKED))
+		return 1; /* chunked: bounded as it comes (upstream_parse.c) */
+	return (x->hp.flags & F_CONTENTLENGTH) && x->hp.content_length <= UP_DRAIN_MAX;
+}
+
 void upstream_cancel(struct upstream_xfer *x)
 {
 	if (!x)
 		return;
 	x->cancelled = 1;
+	if (xfer_can_drain(x))
+		return; /* ends as any transfer does, with no callback */
 	x->dead = 1;
 	if (x->depth == 0)
 		xfer_free(x);

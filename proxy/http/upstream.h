@@ -144,9 +144,12 @@ void upstream_resume_send(struct upstream_xfer *x);
  * held bytes come again on the loop's next turn. */
 void upstream_resume_recv(struct upstream_xfer *x);
 
-/* Stops and frees a transfer; no callback follows. Safe from anywhere,
- * also from inside the transfer's own callbacks (then the transfer is
- * freed when that callback has returned). Its connection is closed. */
+/* Stops a transfer; no callback follows and x may not be used again. Safe
+ * from anywhere, also from inside the transfer's own callbacks. When the
+ * whole request went out and the answer's head came, the rest of a short
+ * answer (at most 64 KiB of body, UP_DRAIN_MAX: an S3 error document) is read
+ * and dropped, and the connection pooled once it ends (within the
+ * transfer's own timeouts); otherwise the connection is closed. */
 void upstream_cancel(struct upstream_xfer *x);
 
 #endif

@@ -25,6 +25,9 @@
 #define UP_READ_BIG     ((size_t)64 * 1024 - 256)
 /* A response head larger than this is a bad response (libcurl's limit). */
 #define UP_HEAD_MAX     ((size_t)100 * 1024)
+/* A transfer cancelled after its answer's head still reads this many body
+ * bytes at most, dropped, to keep its connection (upstream_cancel). */
+#define UP_DRAIN_MAX    ((size_t)64 * 1024)
 /* A pooled connection unused this long is closed (libcurl: 118 s). */
 #define UP_IDLE_CONN_MS 118000L
 
@@ -97,6 +100,7 @@ struct upstream_xfer {
 	size_t head_len;
 	int64_t body_length;         /* -1 none, -2 chunked, >= 0 exact */
 	int64_t body_taken;          /* bytes read_body gave */
+	size_t drained;              /* body bytes dropped after a cancel */
 	struct event *timer;         /* connect / expect / first byte / idle */
 	int64_t t_due;               /* its deadline (monotonic ms), 0: none */
 	int64_t t_armed;             /* the deadline it is set for, 0: not set */
@@ -127,7 +131,8 @@ struct upstream_xfer {
 	unsigned reused : 1;         /* the connection served a response before */
 	unsigned retried : 1;        /* already moved to a new connection */
 	unsigned dead : 1;           /* finished or cancelled */
-	unsigned cancelled : 1;      /* no callback at all any more */
+	unsigned cancelled : 1;      /* no callback at all any more (when not
+				      * dead: the answer's rest is drained) */
 	unsigned kicked : 1;        /* kick is active */
 	unsigned resume_recv : 1;   /* upstream_resume_recv asked */
 	unsigned want_expect : 1;   /* send Expect: 100-continue */

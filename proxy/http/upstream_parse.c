@@ -182,7 +182,7 @@ static int cb_headers_complete(http_parser *hp)
 	rc = x->ops.on_head(x->arg, x->status, &x->hdrs);
 	if (x->dead)
 		return -1;
-	if (rc < 0)
+	if (rc < 0 && !x->cancelled) /* cancelled and alive: drained */
 		return parse_fail(x, UPSTREAM_ABORTED, "stopped by the response head callback");
 	/* no body after HEAD, 204 or 304, whatever the head says (RFC 9112
 	 * 6.3; the parser would read a chunked one) */
@@ -197,6 +197,12 @@ static int cb_body(http_parser *hp, const char *at, size_t len)
 
 	if (!x->head_seen)
 		return parse_fail(x, UPSTREAM_BAD_RESPONSE, "body without a final head");
+	if (x->cancelled) {
+		/* draining (upstream_cancel): dropped, up to a bound */
+		x->drained += len;
+		return x->drained > UP_DRAIN_MAX ?
+			       parse_fail(x, UPSTREAM_ABORTED, "a cancelled answer too long to drain") : 0;
+	}
 	rc = x->ops.on_body(x->arg, at, len);
 	if (x->dead)
 		return -1;

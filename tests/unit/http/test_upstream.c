@@ -2,7 +2,8 @@
  * 127.0.0.1 (a thread with blocking sockets, one connection at a time):
  * keep-alive reuse counted on the server, every response framing, 1xx and
  * Expect, a pooled connection the server closed, failures mapped to their
- * results, back-pressure both ways and cancelling from inside callbacks.
+ * results, back-pressure both ways, cancelling from inside callbacks and
+ * the short answer a cancel drains to keep its connection.
  * Each case is a row: what the server does, what the client sends, what
  * must come out. The scripted server is upstream_srv_test.h. */
 #include <arpa/inet.h>
@@ -196,6 +197,72 @@ static void sc_big(struct srv *s, struct sconn *c, int i)
 			s_write(c, chunk, n);
 			left -= n;
 		}
+	}
+}
+
+/* A 412 with a short error document, as S3 answers a create of an existing
+ * key: whole, its body late, chunked, stalled, or chunked past the bound a
+ * cancelled transfer drains (UP_DRAIN_MAX, 64 KiB). */
+#define E412 "HTTP/1.1 412 Precondition Failed\r\n"
+#define DOC20 "<Error>precond</Err>"
+
+static void sc_412(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, E412 "Content-Length: 20\r\n\r\n" DOC20);
+	}
+}
+
+static void sc_412_late(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, E412 "Content-Length: 20\r\n\r\n");
+		usleep(50 * 1000);
+		s_puts(c, DOC20);
+	}
+}
+
+static void sc_412_chunked(struct srv *s, struct sconn *c, int i)
+{
+	while (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, E412 "Transfer-Encoding: chunked\r\n\r\n14\r\n" DOC20 "\r\n0\r\n\r\n");
+	}
+}
+
+static void sc_412_stall(struct srv *s, struct sconn *c, int i)
+{
+	if (i > 0) {
+		sc_412(s, c, i); /* the next connection is answered */
+		return;
+	}
+	if (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, E412 "Content-Length: 20\r\n\r\n<Err");
+		usleep(600 * 1000);
+	}
+}
+
+static void sc_412_long(struct srv *s, struct sconn *c, int i)
+{
+	static char chunk[4096 + 16];
+
+	if (i > 0) {
+		sc_412(s, c, i);
+		return;
+	}
+	if (s_head(s, c) == 0) {
+		s_body(s, c);
+		s_puts(c, E412 "Transfer-Encoding: chunked\r\n\r\n");
+		memset(chunk, 'x', sizeof(chunk));
+		memcpy(chunk, "1000\r\n", 6);
+		memcpy(chunk + 6 + 4096, "\r\n", 2);
+		for (int k = 0; k < 17; k++) /* 68 KiB */
+			s_write(c, chunk, 6 + 4096 + 2);
+		s_puts(c, "0\r\n\r\n");
+		sc_412(s, c, i); /* a request after that on it: answered */
 	}
 }
 
@@ -634,6 +701,65 @@ static void test_cancel_inside(void **state)
 	event_base_free(base);
 }
 
+/* Cancelling from inside on_head once the request is out: the rest of a
+ * short answer is read and dropped and the connection pooled (the next
+ * request goes on it), with no callback; an answer that stalls past the
+ * idle timeout, or runs past the bound, closes it instead. */
+static void test_cancel_drains(void **state)
+{
+	static const struct {
+		const char *name;
+		script_fn script;
+		int accepts;
+	} cases[] = {
+		{ "412, its document in the same segment", sc_412, 1 },
+		{ "412, its document 50 ms later", sc_412_late, 1 },
+		{ "412, chunked", sc_412_chunked, 1 },
+		{ "412, the document stalls: idle timeout, closed", sc_412_stall, 2 },
+		{ "412, 68 KiB chunked: past the bound, closed", sc_412_long, 2 },
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct upstream_config cfg;
+		struct event_base *base = event_base_new();
+		struct srv *s = srv_start(cases[k].script);
+		struct upstream *u;
+		struct cli c = { 0 }, next = { 0 };
+		struct timeval settle = { 0, 300 * 1000 };
+		char url[64], err[128];
+
+		print_message("  %s\n", cases[k].name);
+		upstream_config_default(&cfg);
+		cfg.idle_timeout_ms = 150;
+		u = upstream_new(base, &cfg, err, sizeof(err));
+		assert_non_null(u);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u/d", s->port);
+		c.base = base;
+		c.cancel_in_head = 1;
+		cli_run(u, &c, "PUT", url, 1000, 0);
+		assert_int_equal(c.heads, 1);
+		assert_int_equal(c.status, 412);
+		/* the drain (or its failure) ends on the loop, with no callback */
+		event_base_loopexit(base, &settle);
+		event_base_dispatch(base);
+		assert_int_equal(c.done, 0);
+		assert_int_equal(upstream_active(u), 0);
+		next.base = base;
+		cli_run(u, &next, "PUT", url, 1000, 0);
+		assert_int_equal(next.res, UPSTREAM_OK);
+		assert_int_equal(next.status, 412);
+		assert_int_equal(next.body_len, 20);
+		assert_memory_equal(next.body, DOC20, 20);
+		assert_int_equal(__atomic_load_n(&s->accepts, __ATOMIC_SEQ_CST), cases[k].accepts);
+		assert_int_equal(__atomic_load_n(&s->requests, __ATOMIC_SEQ_CST), 2);
+		upstream_free(u);
+		event_base_loop(base, EVLOOP_NONBLOCK); /* the closes libevent deferred */
+		srv_stop(s);
+		event_base_free(base);
+	}
+}
+
 /* Freeing the engine with a transfer in flight: no callback, no leak. */
 static void test_free_in_flight(void **state)
 {
@@ -701,6 +827,7 @@ int main(void)
 		cmocka_unit_test(test_rows_moved),
 		cmocka_unit_test(test_connect_refused),
 		cmocka_unit_test(test_cancel_inside),
+		cmocka_unit_test(test_cancel_drains),
 		cmocka_unit_test(test_free_in_flight),
 		cmocka_unit_test(test_two_origins),
 	};
