@@ -14,6 +14,8 @@
 
 #include <http_parser.h>
 
+#include "wire/pct.h"
+
 /* A growable byte string with a hard cap. */
 struct capbuf {
 	char *p;
@@ -405,11 +407,6 @@ static int cb_headers_complete(http_parser *hp)
 	return 0;
 }
 
-static int is_hex(unsigned char ch)
-{
-	return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f');
-}
-
 /* Checks the framing bytes [from, to) of a chunked body (enum chunk_scan).
  * Returns -1 on anything a strict reader would not take. */
 static int parser_scan_chunked(struct front_parser *p, const char *from, const char *to)
@@ -426,13 +423,13 @@ static int parser_scan_chunked(struct front_parser *p, const char *from, const c
 			p->chunk_nonzero = 0;
 			break;
 		case CHUNK_SIZE_START:
-			if (!is_hex(ch))
+			if (hex_value(ch) < 0)
 				return parser_fail(p, 400, "invalid chunk size");
 			p->chunk_scan = CHUNK_SIZE;
 			p->chunk_nonzero = ch != '0';
 			break;
 		case CHUNK_SIZE:
-			if (is_hex(ch))
+			if (hex_value(ch) >= 0)
 				p->chunk_nonzero |= ch != '0';
 			else if (ch == ';' || ch == ' ' || ch == '\t')
 				p->chunk_scan = CHUNK_EXT;

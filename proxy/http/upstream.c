@@ -808,8 +808,7 @@ static int xfer_can_drain(const struct upstream_xfer *x)
 	    x->no_reuse || x->recv_paused || x->eof_seen ||
 	    (x->held && evbuffer_get_length(x->held)))
 		return 0;
-	if (x->head_only || x->status == 204 || x->status == 304 ||
-	    (x->hp.flags & F_CHUNKED))
+	if (up_answer_bodyless(x) || (x->hp.flags & F_CHUNKED))
 		return 1; /* chunked: bounded as it comes (upstream_parse.c) */
 	return (x->hp.flags & F_CONTENTLENGTH) && x->hp.content_length <= UP_DRAIN_MAX;
 }

@@ -144,6 +144,13 @@ struct upstream_xfer {
 	char detail[256];
 };
 
+/* 1 when x's answer has no body whatever its head says: the answer to a
+ * HEAD, a 204 or a 304 (RFC 9112 6.3). */
+static inline int up_answer_bodyless(const struct upstream_xfer *x)
+{
+	return x->head_only || x->status == 204 || x->status == 304;
+}
+
 /* ---- upstream_conn.c ----------------------------------------------------- */
 
 /* Gives x a connection to its origin: a pooled one (x->reused) or a new

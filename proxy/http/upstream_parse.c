@@ -186,7 +186,7 @@ static int cb_headers_complete(http_parser *hp)
 		return parse_fail(x, UPSTREAM_ABORTED, "stopped by the response head callback");
 	/* no body after HEAD, 204 or 304, whatever the head says (RFC 9112
 	 * 6.3; the parser would read a chunked one) */
-	return x->head_only || x->status == 204 || x->status == 304 ? 1 : 0;
+	return up_answer_bodyless(x);
 }
 
 /* Body bytes: taken, or held (and the parser paused) until resumed. */
